@@ -1,0 +1,5 @@
+"""`python -m crashlens`."""
+
+from crashlens.cli import main
+
+main()

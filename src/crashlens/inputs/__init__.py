@@ -1,0 +1,1 @@
+"""Finding inputs (folders, archives, compressed files, stdin) and reading them as bytes."""

@@ -1,0 +1,110 @@
+"""Reading an input's bytes: the head for detection, newline-cut chunks for scanning, text.
+
+Logs are read as bytes and never decoded wholesale: a 2 GB log is streamed in chunks cut at a
+newline, so memory stays bounded whatever the file size. Runs of NUL bytes (what a node crash
+leaves in a log) are text, not a reason to skip the file.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+from typing import IO
+
+CHUNK_BYTES = 8 * 1024 * 1024
+"""Scan granularity: large enough that per-chunk overhead vanishes, small enough for RSS."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A line longer than this is cut into pieces (a 50 MB single-line log must not blow memory)."""
+HEAD_BYTES = 64 * 1024
+"""How much of an input detection looks at."""
+
+_BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x7fELF", "an ELF executable or core dump"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"SQLite format 3", "an SQLite database"),
+    (b"\x80\x04\x95", "a Python pickle"),
+    (b"\x93NUMPY", "a NumPy array"),
+    (b"PAR1", "a Parquet file"),
+    (b"7z\xbc\xaf", "a 7-Zip archive"),
+    (b"Rar!", "a RAR archive"),
+)
+
+
+def read_head(stream: IO[bytes]) -> bytes:
+    """Read up to HEAD_BYTES from a fresh stream."""
+    return stream.read(HEAD_BYTES)
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why `head` is not a log, or None when it is text (NUL runs from a crash are text)."""
+    for magic, what in _BINARY_MAGIC:
+        if head.startswith(magic):
+            return f"binary data ({what}), not a log"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None
+    body = head.replace(b"\x00", b"")
+    if not body:
+        return None  # all NULs so far: a crashed log's hole; the scan will find what follows
+    controls = sum(body.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13, 27))
+    if controls / len(body) > 0.10:
+        share = 100 * controls // len(body)
+        return f"binary data ({share}% control bytes in the first 64 KiB), not a log"
+    return None
+
+
+def utf16_encoding(head: bytes) -> str | None:
+    """The UTF-16 variant when the input starts with a UTF-16 byte-order mark."""
+    if head.startswith(codecs.BOM_UTF16_LE):
+        return "utf-16-le"
+    if head.startswith(codecs.BOM_UTF16_BE):
+        return "utf-16-be"
+    return None
+
+
+def iter_chunks(stream: IO[bytes], chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """Yield the stream's bytes in chunks that end at a newline (except possibly the last).
+
+    A line longer than MAX_LINE_BYTES is cut, so a pathological input never needs more than
+    about that much memory.
+    """
+    pending = b""
+    while True:
+        block = stream.read(chunk_bytes)
+        if not block:
+            break
+        data = pending + block if pending else block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) >= MAX_LINE_BYTES:
+                yield data
+                pending = b""
+            else:
+                pending = data
+            continue
+        yield data[: cut + 1]
+        pending = data[cut + 1 :]
+    if pending:
+        yield pending
+
+
+def iter_utf16_chunks(stream: IO[bytes], encoding: str) -> Iterator[bytes]:
+    """Transcode a UTF-16 input to UTF-8 chunks (Windows tools sometimes write UTF-16)."""
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    stream.read(2)  # the byte-order mark
+    for block in iter_chunks(stream):
+        text = decoder.decode(block)
+        yield text.lstrip("\ufeff").encode("utf-8")
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail.encode("utf-8")
+
+
+def decode(data: bytes) -> str:
+    """Decode bytes as UTF-8, falling back to Latin-1 per undecodable byte (never raises)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace")

@@ -1,0 +1,224 @@
+"""Typed values passed between the pipeline stages.
+
+discover -> detect -> parse/scan -> match -> decide -> render. Every stage takes and returns
+the frozen dataclasses below; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class InputKind(StrEnum):
+    """What an input file is, decided from its content (the name only adds confidence)."""
+
+    LAUNCHER = "launcher"
+    """stdout/stderr of deepspeed, torchrun, accelerate, llamafactory-cli, python, slurm jobs."""
+    DMESG = "dmesg"
+    """Kernel log: dmesg (raw, -T, iso), journalctl -k, /var/log/kern.log, /dev/kmsg."""
+    DOCKER_INSPECT = "docker_inspect"
+    """`docker inspect` / `podman inspect` JSON."""
+    DOCKER_COMPOSE = "docker_compose"
+    """A docker-compose YAML file."""
+    NVIDIA_SMI = "nvidia_smi"
+    """nvidia-smi table, -q, -q -x, CSV queries, topo -m and its one-line failures."""
+    DF = "df"
+    """`df` / `df -h` / `df -i` output."""
+    IPCS = "ipcs"
+    """`ipcs -m` / `ipcs -l` output."""
+    ULIMIT = "ulimit"
+    """`ulimit -a` output (bash or dash)."""
+    TORCHELASTIC_ERROR = "torchelastic_error"
+    """The JSON file written to TORCHELASTIC_ERROR_FILE by a failed worker."""
+    OTHER = "other"
+    """Plain text of unknown origin: every line is still scanned by the generic rules."""
+
+
+class Category(StrEnum):
+    """Root-cause categories (a contract, see taxonomy.md)."""
+
+    SHM = "shm"
+    GPU_OOM = "gpu_oom"
+    HOST_OOM = "host_oom"
+    HARDWARE = "hardware"
+    DRIVER = "driver"
+    FILESYSTEM = "filesystem"
+    PERMISSIONS = "permissions"
+    NETWORK = "network"
+
+
+class Role(StrEnum):
+    """How a piece of evidence relates to the failure."""
+
+    ROOT = "root"
+    """Names the cause itself (an Xid 79, `CUDA out of memory`, the OOM killer's report)."""
+    SYMPTOM = "symptom"
+    """Shows a failure whose cause must be inferred (Bus error, exit -9, NCCL timeout)."""
+    CONTEXT = "context"
+    """A condition that makes a cause plausible but is not a failure (ShmSize 64 MiB)."""
+
+
+FactValue = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of an input, located and split into prefix fields and message."""
+
+    path: str
+    """The input's display path, as the user gave it (inside an archive: `archive!member`)."""
+    lineno: int
+    """1-based line number, counting `\\n` only (so it matches what an editor shows)."""
+    raw: str
+    """The line with ANSI escapes and NUL bytes removed, otherwise as written."""
+    text: str
+    """The message with launcher / kernel prefixes (rank, host, timestamp) removed."""
+    rank: int | None = None
+    """Global rank the line came from, when a `[rankN]:` style prefix says so."""
+    host: str | None = None
+    """Host the line came from (pdsh `host: ` prefix, NCCL `host:pid:tid`, syslog host)."""
+    timestamp: float | None = None
+    """Seconds: epoch seconds when the log has wall-clock times, else seconds since boot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A typed observation taken from an input (a parsed field, not a pattern hit)."""
+
+    key: str
+    """Dotted name, e.g. `docker.shm_size_bytes`, `launcher.exit_code`, `gpu.xid`."""
+    value: FactValue
+    path: str
+    """The input's display path."""
+    lineno: int | None
+    """1-based line the fact was read from; None for a field of a structured document."""
+    text: str
+    """What to show as evidence: the source line, or `key = value` for structured fields."""
+    attrs: tuple[tuple[str, FactValue], ...] = ()
+    """Qualifiers: rank, host, gpu index, pci bus id, mount point... as (name, value) pairs."""
+
+    def attr(self, name: str) -> FactValue | None:
+        """Return one qualifier, or None."""
+        for key, value in self.attrs:
+            if key == name:
+                return value
+        return None
+
+    @property
+    def line_text(self) -> str:
+        """The fact as one `key=value` line: what fact rules and their examples match."""
+        value = str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
+        return f"{self.key}={value}"
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """Why an input was given its kind."""
+
+    kind: InputKind
+    score: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class InputStatus:
+    """One input as listed in the report (report-contract `inputs[]`)."""
+
+    path: str
+    kind: InputKind | None
+    status: str
+    """`analyzed` or `skipped`."""
+    reason: str | None = None
+    """Why it was skipped, or a warning about how it was read (encoding, truncation)."""
+    size_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A rule that matched a line or a fact."""
+
+    rule_id: str
+    category: Category
+    role: Role
+    weight: float
+    """How strongly this hit, alone, supports `category` (0..1) before cross-evidence."""
+    path: str
+    lineno: int | None
+    text: str
+    captures: tuple[tuple[str, str], ...] = ()
+    rank: int | None = None
+    host: str | None = None
+    timestamp: float | None = None
+    also: tuple[tuple[Category, float], ...] = ()
+    """Weaker support this same hit gives to other categories (a Bus error -> hardware)."""
+
+    def capture(self, name: str) -> str | None:
+        """Return one named capture group, or None."""
+        for key, value in self.captures:
+            if key == name:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class InputAnalysis:
+    """Everything taken from one input: its status, the hits and the facts."""
+
+    status: InputStatus
+    hits: tuple[Hit, ...] = ()
+    facts: tuple[Fact, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One cited line in a report (report-contract `causes[].evidence[]`)."""
+
+    path: str
+    line: int | None
+    text: str
+    rule: str | None
+    role: Role
+    note: str | None = None
+    """Why this line matters here, e.g. 'rank 3 failed first' or 'knock-on of the Xid'."""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A remediation step or a next check: what to do, and the command when there is one."""
+
+    text: str
+    command: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One ranked explanation of the failure."""
+
+    category: Category
+    confidence: float
+    summary: str
+    evidence: tuple[Evidence, ...]
+    remediation: tuple[Action, ...]
+    next_checks: tuple[Action, ...]
+    demoted_because: str | None = None
+    """Set when this cause's evidence was judged a knock-on of a higher-ranked cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The result of one analysis; renderers consume only this."""
+
+    verdict: str
+    """A category id, `unknown` (a failure without enough evidence) or `none`."""
+    causes: tuple[Cause, ...]
+    inputs: tuple[InputStatus, ...]
+    next_checks: tuple[Action, ...] = ()
+    """What to collect when the verdict is `unknown` (or evidence is thin)."""
+    failure_seen: bool = False
+    first_failure: Evidence | None = None
+    """The earliest failure line across inputs (rank that failed first, else earliest time)."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """Reasoning the report wants a person to read (why a symptom was demoted...)."""
+    schema_version: int = 1
+    crashlens_version: str = ""

@@ -1,0 +1,170 @@
+"""What a parser is: a kind, a content sniffer, and how it turns an input into facts.
+
+Two shapes, because inputs come in two sizes:
+
+* `DocumentParser` (docker inspect, nvidia-smi, df, ulimit, ...): small structured outputs,
+  read whole and parsed into typed `Fact`s.
+* `LogParser` (launcher output, kernel logs, plain text): possibly gigabytes, never held in
+  memory. The scanning engine finds the lines that match a rule or one of the parser's
+  `anchors` and feeds only those, in order, to a `LogCollector`, which keeps bounded state
+  and turns them into facts (the torchelastic summary, exit codes, an Xid's GPU...).
+
+Both split a raw line into its prefix fields and message with `split_line`.
+Sniffers must never raise: `safe_sniff` turns an exception into 0.0 (Pygments style).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from crashlens.model import Fact, FactValue, InputKind, Line
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Za-z0-9]")
+
+
+def clean_line(raw: str) -> str:
+    """Remove ANSI escapes, NUL bytes and trailing line-ending characters."""
+    if "\x1b" in raw:
+        raw = ANSI_RE.sub("", raw)
+    if "\x00" in raw:
+        raw = raw.replace("\x00", "")
+    return raw.rstrip("\r\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A line split into its prefix fields and the message after them."""
+
+    text: str
+    rank: int | None = None
+    host: str | None = None
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentResult:
+    """What a document parser read: facts, and warnings about how it read them."""
+
+    facts: tuple[Fact, ...]
+    warnings: tuple[str, ...] = ()
+
+
+class Parser(ABC):
+    """Common metadata and sniffing of every parser."""
+
+    kind: ClassVar[InputKind]
+    name: ClassVar[str]
+    """Human label shown in reports."""
+    filenames: ClassVar[tuple[str, ...]] = ()
+    """fnmatch globs on the base name (lower-case); a match adds 0.2 to the sniff score."""
+
+    @staticmethod
+    @abstractmethod
+    def sniff(head: str) -> float:
+        """Score in [0, 1] that `head` (the first 64 KiB, decoded) is this kind."""
+
+    def split_line(self, raw: str) -> Split:
+        """Split a cleaned line into prefix fields and message (default: no prefix)."""
+        return Split(text=raw)
+
+    def make_line(self, path: str, lineno: int, raw: str) -> Line:
+        """Build a located `Line` from a raw line of this kind."""
+        cleaned = clean_line(raw)
+        split = self.split_line(cleaned)
+        return Line(
+            path=path,
+            lineno=lineno,
+            raw=cleaned,
+            text=split.text,
+            rank=split.rank,
+            host=split.host,
+            timestamp=split.timestamp,
+        )
+
+
+class DocumentParser(Parser):
+    """A parser for a small structured input read whole."""
+
+    @abstractmethod
+    def parse(self, text: str, path: str) -> DocumentResult:
+        """Turn the whole input into facts. Must tolerate truncation and garbage."""
+
+
+class LogCollector(ABC):
+    """Bounded state that turns the anchor lines of one log into facts, fed in order."""
+
+    @abstractmethod
+    def feed(self, line: Line, anchors: frozenset[int]) -> None:
+        """Take one line that matched at least one rule or anchor (`anchors`: their indexes)."""
+
+    @abstractmethod
+    def finish(self) -> list[Fact]:
+        """Return the facts once every line has been fed."""
+
+
+class LogParser(Parser):
+    """A parser for a line-oriented log that may be far too big to hold in memory."""
+
+    anchors: ClassVar[tuple[str, ...]] = ()
+    """Line-safe regexes whose lines the collector needs, on top of the rule hits."""
+
+    @abstractmethod
+    def collector(self, path: str) -> LogCollector:
+        """A fresh collector for one input."""
+
+
+def safe_sniff(parser: type[Parser] | Parser, head: str) -> float:
+    """Run a sniffer, clamping its score to [0, 1] and turning an exception into 0."""
+    try:
+        score = float(parser.sniff(head))
+    except Exception:
+        return 0.0
+    return min(1.0, max(0.0, score))
+
+
+def fact(
+    key: str,
+    value: FactValue,
+    path: str,
+    lineno: int | None = None,
+    text: str | None = None,
+    **attrs: FactValue | None,
+) -> Fact:
+    """Build a Fact; qualifiers that are None are dropped."""
+    kept = tuple((name, v) for name, v in attrs.items() if v is not None)
+    shown = text if text is not None else f"{key} = {value}"
+    return Fact(key=key, value=value, path=path, lineno=lineno, text=shown, attrs=kept)
+
+
+def iter_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, raw line) counting `\\n` only, as the scanner does."""
+    for index, raw in enumerate(text.split("\n"), start=1):
+        if raw or index == 1:
+            yield index, raw
+
+
+def collect_text(parser: LogParser, text: str, path: str) -> tuple[list[Line], list[Fact]]:
+    """Feed every line of a small text to a log parser (tests and small inputs)."""
+    compiled = [re.compile(pattern) for pattern in parser.anchors]
+    collector = parser.collector(path)
+    lines: list[Line] = []
+    for lineno, raw in iter_lines(text):
+        line = parser.make_line(path, lineno, raw)
+        lines.append(line)
+        hits = frozenset(i for i, rx in enumerate(compiled) if rx.search(line.raw))
+        if hits:
+            collector.feed(line, hits)
+    return lines, collector.finish()
+
+
+def first_match(patterns: Iterable[re.Pattern[str]], text: str) -> re.Match[str] | None:
+    """The first pattern's match in text, or None."""
+    for pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            return found
+    return None

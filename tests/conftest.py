@@ -1,0 +1,21 @@
+"""Shared test fixtures: where the shared samples live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
+"""A copy of ../shared/samples, so a clean clone tests on the real formats."""
+
+
+def sample(relative: str) -> Path:
+    """Path of a file under ../shared/samples ."""
+    path = SAMPLES / relative
+    assert path.exists(), f"sample {relative} is missing from tests/data/samples"
+    return path
+
+
+def sample_text(relative: str) -> str:
+    """A shared sample decoded as crashlens reads it (UTF-8 with replacement)."""
+    return sample(relative).read_bytes().decode("utf-8", errors="replace")
