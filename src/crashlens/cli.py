@@ -1,8 +1,201 @@
-"""Command line (placeholder until the analyze pipeline lands)."""
+"""The command line: parses flags, calls the library, renders, exits. No analysis here.
+
+Exit status of `analyze`: 0 a report was produced (whatever the verdict); 1 nothing could be
+analyzed (every input skipped); 2 usage error (bad flag, no such path); 3 the pattern library
+is invalid. Every non-zero exit prints a one-line reason on stderr.
+"""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from crashlens import __version__
+from crashlens.model import InputKind
+from crashlens.render import Format
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Why did this distributed training run die? Root cause, evidence and fix from its logs.",
+)
+rules_app = typer.Typer(no_args_is_help=True, help="List and explain the rule library.")
+app.add_typer(rules_app, name="rules")
+
+EXIT_NOTHING_ANALYZED = 1
+EXIT_USAGE = 2
+EXIT_BAD_PATTERNS = 3
+
+
+def _fatal(message: str, code: int) -> NoReturn:
+    typer.echo(f"crashlens: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _parse_kinds(values: list[str]) -> tuple[tuple[str, InputKind], ...]:
+    parsed = []
+    for value in values:
+        path, _, name = value.rpartition("=")
+        try:
+            kind = InputKind(name)
+        except ValueError:
+            known = ", ".join(k.value for k in InputKind)
+            _fatal(f"--kind {value!r}: unknown kind {name!r} (known: {known})", EXIT_USAGE)
+        parsed.append((path or "*", kind))
+    return tuple(parsed)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"crashlens {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
+    ] = False,
+) -> None:
+    """crashlens."""
+
+
+@app.command()
+def analyze(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Log files, folders, archives (.tar.gz, .zip), compressed logs; - for stdin."
+        ),
+    ],
+    output_format: Annotated[
+        Format, typer.Option("--format", "-f", help="Report format.")
+    ] = Format.TERMINAL,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
+    ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind",
+            help="Force an input's kind: KIND for every input, or PATH=KIND for one.",
+        ),
+    ] = None,
+    backend: Annotated[
+        str, typer.Option(help="Scan engine: auto, hyperscan or python.", hidden=True)
+    ] = "auto",
+) -> None:
+    """Analyze the files a failed run left behind and report the root cause."""
+    from crashlens.analyze import AnalyzeOptions
+    from crashlens.analyze import analyze as run_analysis
+    from crashlens.errors import PatternError
+
+    if backend not in ("auto", "hyperscan", "python"):
+        _fatal(f"--backend must be auto, hyperscan or python, not {backend!r}", EXIT_USAGE)
+    missing = [p for p in paths if p != "-" and not Path(p).exists()]
+    if missing and len(missing) == len(paths):
+        _fatal(f"no such file or directory: {', '.join(missing)}", EXIT_USAGE)
+    options = AnalyzeOptions(forced_kinds=_parse_kinds(kind or []), backend=backend)
+    try:
+        report = run_analysis(paths, options)
+    except PatternError as error:
+        _fatal(f"invalid pattern library: {error}", EXIT_BAD_PATTERNS)
+    _emit(report, output_format, output)
+    if report.inputs and all(i.status == "skipped" for i in report.inputs):
+        reasons = "; ".join(f"{i.path}: {i.reason}" for i in report.inputs[:3])
+        _fatal(f"nothing could be analyzed ({reasons})", EXIT_NOTHING_ANALYZED)
+
+
+def _emit(report: object, output_format: Format, output: Path | None) -> None:
+    from crashlens.model import Report
+
+    assert isinstance(report, Report)
+    if output_format is Format.TERMINAL:
+        from rich.console import Console
+
+        from crashlens.render.terminal import render_terminal
+
+        if output is None:
+            render_terminal(report, Console())
+            return
+        with output.open("w", encoding="utf-8") as stream:
+            render_terminal(report, Console(file=stream, width=120, force_terminal=False))
+        return
+    if output_format is Format.JSON:
+        from crashlens.render.json import render_json
+
+        text = render_json(report)
+    else:
+        from crashlens.render.markdown import render_markdown
+
+        text = render_markdown(report)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            _fatal(f"cannot write {output}: {error.strerror or error}", EXIT_USAGE)
+
+
+@app.command()
+def detect(
+    paths: Annotated[list[str], typer.Argument(help="Inputs to identify.")],
+) -> None:
+    """Show how each input's kind is detected: every parser's score."""
+    from crashlens.detect import detect as detect_kind
+    from crashlens.detect import scores
+    from crashlens.inputs.discover import iter_inputs
+    from crashlens.inputs.read import decode, read_head
+    from crashlens.model import InputStatus
+
+    for item in iter_inputs(paths):
+        if isinstance(item, InputStatus):
+            typer.echo(f"{item.path}: skipped ({item.reason})")
+            continue
+        with item.open() as stream:
+            head = decode(read_head(stream)).replace("\x00", "")
+        chosen = detect_kind(head, item.name)
+        ranked = sorted(scores(head, item.name), key=lambda s: -s[1])
+        shown = ", ".join(f"{p.kind.value}={score:.2f}" for p, score, _ in ranked[:4])
+        typer.echo(f"{item.path}: {chosen.kind.value} ({chosen.reason}; {shown})")
+
+
+@rules_app.command("list")
+def rules_list() -> None:
+    """List every rule: id, category, role, weight and title."""
+    from crashlens.rules import shipped_rules
+
+    for rule in shipped_rules():
+        typer.echo(
+            f"{rule.id:48} {rule.category.value:12} {rule.role.value:8} "
+            f"{rule.weight:.2f}  {rule.title}"
+        )
+
+
+@rules_app.command("show")
+def rules_show(rule_id: Annotated[str, typer.Argument(help="A rule id.")]) -> None:
+    """Show one rule: patterns, remediation and source file."""
+    from crashlens.rules import shipped_rules
+
+    for rule in shipped_rules():
+        if rule.id == rule_id:
+            typer.echo(f"{rule.id} ({rule.category.value}, {rule.role.value}, {rule.weight})")
+            typer.echo(rule.title)
+            for pattern in rule.patterns:
+                typer.echo(f"  pattern: {pattern}")
+            for condition in rule.facts:
+                typer.echo(f"  fact: {condition.key} {condition.op} {condition.value}")
+            for step in rule.remediation:
+                typer.echo(f"  step: {step.text}")
+            typer.echo(f"  file: {rule.source}")
+            return
+    _fatal(f"no rule {rule_id!r}", EXIT_USAGE)
 
 
 def main() -> None:
     """Entry point of the `crashlens` console script."""
-    raise SystemExit("crashlens: not ready yet")
+    app()

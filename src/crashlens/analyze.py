@@ -1,0 +1,165 @@
+"""`analyze()`: the one place where the pipeline stages are wired together.
+
+discover inputs -> per input: detect, scan, parse (engine) -> decide across inputs ->
+build the report (evidence, remediation, next checks). Pure apart from reading the inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO
+
+from crashlens import __version__
+from crashlens.decide import Candidate, Decision, WeighedHit, decide
+from crashlens.engine import analyze_source
+from crashlens.inputs.discover import Source, iter_inputs
+from crashlens.model import (
+    Action,
+    Cause,
+    Evidence,
+    Fact,
+    InputAnalysis,
+    InputKind,
+    InputStatus,
+    Report,
+)
+from crashlens.remedy import GENERIC_CHECKS, actions, base_context, hit_context, summary
+from crashlens.rules import Rule, Step, shipped_rules
+
+MAX_EVIDENCE = 8
+"""Evidence lines shown per cause; the strongest first."""
+MAX_PER_RULE = 2
+"""The same rule is cited at most this many times in one cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyzeOptions:
+    """What `analyze` was asked to do."""
+
+    forced_kinds: tuple[tuple[str, InputKind], ...] = ()
+    """(path, kind) pairs: `--kind` overrides detection for these inputs."""
+    backend: str = "auto"
+    """Scan backend: auto, hyperscan or python."""
+
+
+def analyze(
+    paths: Sequence[str],
+    options: AnalyzeOptions | None = None,
+    rules: tuple[Rule, ...] | None = None,
+    stdin: IO[bytes] | None = None,
+) -> Report:
+    """Analyze every input under `paths` and decide the cause of the failure."""
+    options = options or AnalyzeOptions()
+    library = rules if rules is not None else shipped_rules()
+    forced = dict(options.forced_kinds)
+    analyses: list[InputAnalysis] = []
+    for item in iter_inputs(list(paths), stdin):
+        if isinstance(item, InputStatus):
+            analyses.append(InputAnalysis(status=item))
+            continue
+        analyses.append(_analyze_one(item, library, forced, options.backend))
+    return build_report(analyses, library)
+
+
+def _analyze_one(
+    source: Source, rules: tuple[Rule, ...], forced: dict[str, InputKind], backend: str
+) -> InputAnalysis:
+    kind = forced.get(source.path) or forced.get("*")
+    return analyze_source(source, rules, kind, backend)
+
+
+def build_report(analyses: Sequence[InputAnalysis], rules: tuple[Rule, ...]) -> Report:
+    """Decide across inputs and turn the decision into a report."""
+    decision = decide(analyses, rules)
+    facts = [item for analysis in analyses for item in analysis.facts]
+    by_id = {rule.id: rule for rule in rules}
+    causes = tuple(_cause(c, by_id, facts) for c in decision.candidates)
+    checks: tuple[Action, ...] = ()
+    if decision.verdict == "unknown":
+        top = decision.candidates[0].category if decision.candidates else None
+        checks = tuple(_dedupe([*GENERIC_CHECKS.get(top, ()), *GENERIC_CHECKS[None]]))
+    return Report(
+        verdict=decision.verdict,
+        causes=causes,
+        inputs=tuple(analysis.status for analysis in analyses),
+        next_checks=checks,
+        failure_seen=decision.failure_seen,
+        first_failure=_first_failure_evidence(decision, by_id),
+        notes=decision.notes,
+        crashlens_version=__version__,
+    )
+
+
+def _dedupe(items: list[Action]) -> list[Action]:
+    seen: set[str] = set()
+    kept = []
+    for item in items:
+        if item.text not in seen:
+            seen.add(item.text)
+            kept.append(item)
+    return kept
+
+
+def _first_failure_evidence(decision: Decision, rules: dict[str, Rule]) -> Evidence | None:
+    hit = decision.first_failure
+    if hit is None:
+        return None
+    note = f"rank {hit.rank}" if hit.rank is not None else None
+    return Evidence(hit.path, hit.lineno, hit.text, hit.rule_id, hit.role, note)
+
+
+def _select_evidence(items: Sequence[WeighedHit]) -> list[WeighedHit]:
+    chosen: list[WeighedHit] = []
+    per_rule: dict[str, int] = {}
+    seen_lines: set[tuple[str, int | None, str]] = set()
+    for item in items:
+        hit = item.hit
+        key = (hit.path, hit.lineno, hit.text)
+        if key in seen_lines or per_rule.get(hit.rule_id, 0) >= MAX_PER_RULE:
+            continue
+        seen_lines.add(key)
+        per_rule[hit.rule_id] = per_rule.get(hit.rule_id, 0) + 1
+        chosen.append(item)
+        if len(chosen) >= MAX_EVIDENCE:
+            break
+    return chosen
+
+
+def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> Cause:
+    own = [item for item in candidate.hits if item.hit.category is candidate.category]
+    chosen = _select_evidence(candidate.hits)
+    ctx = base_context(facts)
+    ctx.update(hit_context((item.hit for item in own), facts))
+    lead = max(own, key=lambda item: (item.hit.role.value == "root", item.weight), default=None)
+    lead_rule = rules.get(lead.hit.rule_id) if lead else None
+    steps: list[Step] = []
+    checks: list[Step] = []
+    for item in sorted(own, key=lambda i: -i.weight):
+        rule = rules.get(item.hit.rule_id)
+        if rule is not None:
+            steps.extend(rule.remediation)
+            checks.extend(rule.next_checks)
+    remediation = actions(steps, ctx)
+    next_checks = actions(checks, ctx) + list(GENERIC_CHECKS.get(candidate.category, ()))
+    text = summary(lead_rule, ctx) if lead_rule else f"{candidate.category.value} suspected"
+    evidence = tuple(
+        Evidence(
+            path=item.hit.path,
+            line=item.hit.lineno,
+            text=item.hit.text,
+            rule=item.hit.rule_id,
+            role=item.hit.role,
+            note=item.note,
+        )
+        for item in chosen
+    )
+    return Cause(
+        category=candidate.category,
+        confidence=candidate.confidence,
+        summary=text,
+        evidence=evidence,
+        remediation=tuple(remediation),
+        next_checks=tuple(_dedupe(next_checks)),
+        demoted_because=candidate.demoted_because,
+    )

@@ -1,0 +1,253 @@
+"""Deciding the cause from all the evidence, across inputs: the policy lives here.
+
+Every hit carries a weight: how likely its category is the cause given that hit alone. The
+evidence of a category is combined with a noisy-OR over distinct rules (many copies of one
+line count once), after three adjustments that encode how failures cascade:
+
+1. **A proven cause explains its ambiguous symptoms.** When a category has a root hit, the
+   symptoms of *other* categories that list it under `also` (a Bus error can be a memory
+   fault) lose weight in proportion to that root's weight.
+2. **Knock-on effects are never the headline.** A `knock_on` symptom (NCCL watchdog timeout,
+   SIGTERM of healthy ranks, a peer's closed socket) is demoted when another category has
+   root evidence, or when it comes from a rank other than the one that failed first.
+3. **The first failure outranks the ones after it.** Hits on the rank torchelastic names as
+   the first observed failure are boosted; hits from ranks that died later are not.
+
+Context hits (ShmSize 64 MiB, a low memlock ulimit) only count once a failure is seen, and a
+category supported by context alone stays below the verdict threshold. Scores become
+confidences by sharing out belief between the candidates; below `VERDICT_THRESHOLD` the
+verdict is `unknown` and the report says what to collect next.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from crashlens.model import Category, Fact, Hit, InputAnalysis, Role
+from crashlens.rules import Rule
+
+VERDICT_THRESHOLD = 0.5
+"""Below this confidence the top cause is reported, but the verdict is `unknown`."""
+CONTEXT_ONLY_CAP = 0.4
+"""A category backed only by context (no failure line of its own) never exceeds this."""
+EXPLAINED_AWAY = 0.6
+"""How much of a symptom's weight a proven alternative root cause can take away."""
+KNOCK_ON_FACTOR = 0.3
+"""What a knock-on symptom keeps of its weight once a real cause is in view."""
+FIRST_RANK_BOOST = 0.25
+"""Share of the remaining doubt removed for a hit on the rank that failed first."""
+MIN_REPORTED = 0.05
+"""Candidates below this score are not listed."""
+
+
+@dataclass(frozen=True, slots=True)
+class WeighedHit:
+    """A hit with the weight it carries after the cascade adjustments, and why."""
+
+    hit: Hit
+    category: Category
+    weight: float
+    note: str | None = None
+    demotion: str | None = None
+    """Set when the hit was judged a knock-on of another failure: why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One category's combined evidence."""
+
+    category: Category
+    score: float
+    confidence: float
+    hits: tuple[WeighedHit, ...]
+    demoted_because: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The ranked candidates and the verdict."""
+
+    verdict: str
+    candidates: tuple[Candidate, ...]
+    failure_seen: bool
+    first_failure_rank: int | None
+    first_failure: Hit | None
+    notes: tuple[str, ...]
+
+
+def noisy_or(weights: Iterable[float]) -> float:
+    """Probability that at least one independent piece of evidence is right."""
+    doubt = 1.0
+    for weight in weights:
+        doubt *= 1.0 - weight
+    return 1.0 - doubt
+
+
+def _first_failure_rank(facts: Sequence[Fact]) -> int | None:
+    for item in facts:
+        if item.key == "launcher.first_failure" and isinstance(item.value, int):
+            return item.value
+    return None
+
+
+def _failure_exit(facts: Sequence[Fact]) -> bool:
+    for item in facts:
+        if item.key in ("launcher.exit_code", "docker.exit_code") and item.value not in (0, "0"):
+            return True
+    return any(item.key in ("python.exception", "launcher.first_failure") for item in facts)
+
+
+def _roots_by_category(hits: Sequence[Hit]) -> dict[Category, float]:
+    strongest: dict[Category, float] = defaultdict(float)
+    for hit in hits:
+        if hit.role is Role.ROOT:
+            strongest[hit.category] = max(strongest[hit.category], hit.weight)
+    return strongest
+
+
+def _weigh(
+    hits: Sequence[Hit],
+    knock_on: set[str],
+    first_rank: int | None,
+) -> tuple[list[WeighedHit], set[Category]]:
+    roots = _roots_by_category(hits)
+    strong_roots = {c for c, w in roots.items() if w >= 0.8}
+    demoted: set[Category] = set()
+    weighed: list[WeighedHit] = []
+    for hit in hits:
+        weight = hit.weight
+        notes: list[str] = []
+        demotion = None
+        if hit.role is Role.SYMPTOM:
+            for alternative, _share in hit.also:
+                proven = roots.get(alternative, 0.0)
+                if proven and alternative is not hit.category:
+                    weight *= 1.0 - EXPLAINED_AWAY * proven
+                    notes.append(f"also explained by the {alternative.value} evidence")
+        if hit.rule_id in knock_on:
+            others = strong_roots - {hit.category}
+            later_rank = first_rank is not None and hit.rank is not None and hit.rank != first_rank
+            if others or later_rank:
+                weight *= KNOCK_ON_FACTOR
+                demoted.add(hit.category)
+                demotion = (
+                    f"a knock-on of the {', '.join(sorted(c.value for c in others))} failure"
+                    if others
+                    else f"seen on rank {hit.rank}, after rank {first_rank} had already failed"
+                )
+                notes.append(demotion)
+        if first_rank is not None and hit.rank == first_rank and hit.role is not Role.CONTEXT:
+            weight += (1.0 - weight) * FIRST_RANK_BOOST
+            notes.append(f"rank {first_rank} failed first")
+        weighed.append(WeighedHit(hit, hit.category, weight, "; ".join(notes) or None, demotion))
+        for alternative, share in hit.also:
+            if hit.role is not Role.CONTEXT:
+                weighed.append(WeighedHit(hit, alternative, share, f"can also mean {hit.category}"))
+    return weighed, demoted
+
+
+def _score(hits: Sequence[WeighedHit], failure_seen: bool) -> float:
+    best_per_rule: dict[str, float] = {}
+    for item in hits:
+        if item.hit.role is Role.CONTEXT and not failure_seen:
+            continue
+        key = item.hit.rule_id
+        best_per_rule[key] = max(best_per_rule.get(key, 0.0), item.weight)
+    score = noisy_or(best_per_rule.values())
+    own_failure = any(
+        item.hit.role is not Role.CONTEXT and item.hit.category is item.category for item in hits
+    )
+    return score if own_failure else min(score, CONTEXT_ONLY_CAP)
+
+
+SHARPNESS = 3.0
+"""How strongly a clearly stronger explanation takes belief from weaker rivals."""
+
+
+def _confidences(scores: dict[Category, float]) -> dict[Category, float]:
+    """Each score times its share of belief: competing strong explanations lower each other."""
+    total = sum(score**SHARPNESS for score in scores.values())
+    return {c: s * (s**SHARPNESS / total) for c, s in scores.items()} if total else {}
+
+
+def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision:
+    """Rank the categories from every input's hits and facts."""
+    knock_on = {rule.id for rule in rules if rule.knock_on}
+    failure_rules = {rule.id for rule in rules if rule.failure}
+    hits = [hit for analysis in analyses for hit in analysis.hits]
+    facts = [item for analysis in analyses for item in analysis.facts]
+    first_rank = _first_failure_rank(facts)
+    failure_seen = any(hit.rule_id in failure_rules for hit in hits) or _failure_exit(facts)
+    weighed, demoted = _weigh(hits, knock_on, first_rank)
+    by_category: dict[Category, list[WeighedHit]] = defaultdict(list)
+    for item in weighed:
+        by_category[item.category].append(item)
+    # A category is a candidate only through hits of its own; `also` support alone (a Bus
+    # error's faint hint of hardware) adjusts scores but never lists a cause by itself.
+    scores = {
+        c: _score(items, failure_seen)
+        for c, items in by_category.items()
+        if any(item.hit.category is c for item in items)
+    }
+    scores = {c: s for c, s in scores.items() if s >= MIN_REPORTED}
+    confidences = _confidences(scores)
+    notes: list[str] = []
+    candidates = []
+    for category in sorted(scores, key=lambda c: (-scores[c], c.value)):
+        items = sorted(by_category[category], key=_evidence_order)
+        reason = None
+        if category in demoted:
+            reason = next((i.demotion for i in items if i.demotion is not None), None)
+        candidates.append(
+            Candidate(
+                category=category,
+                score=scores[category],
+                confidence=round(confidences[category], 3),
+                hits=tuple(items),
+                demoted_because=reason,
+            )
+        )
+    for candidate in candidates[1:]:
+        if candidate.demoted_because:
+            name = candidate.category.value
+            notes.append(f"The {name} symptoms are treated as {candidate.demoted_because}.")
+    first_failure = _earliest_failure(hits, first_rank, failure_rules)
+    if not failure_seen and not any(c.score >= VERDICT_THRESHOLD for c in candidates):
+        verdict = "none"
+        candidates = []
+    elif candidates and candidates[0].confidence >= VERDICT_THRESHOLD:
+        verdict = candidates[0].category.value
+    else:
+        verdict = "unknown"
+    return Decision(
+        verdict=verdict,
+        candidates=tuple(candidates),
+        failure_seen=failure_seen,
+        first_failure_rank=first_rank,
+        first_failure=first_failure,
+        notes=tuple(notes),
+    )
+
+
+def _evidence_order(item: WeighedHit) -> tuple[int, float, str, int]:
+    role_order = {Role.ROOT: 0, Role.SYMPTOM: 1, Role.CONTEXT: 2}[item.hit.role]
+    own = 0 if item.hit.category is item.category else 3
+    return (own + role_order, -item.weight, item.hit.path, item.hit.lineno or 0)
+
+
+def _earliest_failure(
+    hits: Sequence[Hit], first_rank: int | None, failure_rules: set[str]
+) -> Hit | None:
+    failures = [h for h in hits if h.rule_id in failure_rules and h.role is not Role.CONTEXT]
+    if not failures:
+        return None
+    if first_rank is not None:
+        on_rank = [h for h in failures if h.rank == first_rank]
+        if on_rank:
+            failures = on_rank
+    timed = [h for h in failures if h.timestamp is not None]
+    if timed:
+        return min(timed, key=lambda h: (h.timestamp or 0.0, h.path, h.lineno or 0))
+    return min(failures, key=lambda h: (h.path, h.lineno or 0))

@@ -1,0 +1,44 @@
+"""Deciding an input's kind from its content; the file name only adds confidence.
+
+Each parser scores the first 64 KiB in [0, 1]; a matching filename glob adds 0.2. The best
+score above `THRESHOLD` wins (ties: registry order); below it the input is plain text, which
+is still scanned by every generic rule. Detection never raises.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatch
+
+from crashlens.model import Detection, InputKind
+from crashlens.parsers import PARSERS
+from crashlens.parsers.base import Parser, safe_sniff
+
+THRESHOLD = 0.3
+FILENAME_BONUS = 0.2
+
+
+def _name_matches(parser: Parser, name: str) -> bool:
+    lower = name.lower()
+    return any(fnmatch(lower, glob) for glob in parser.filenames)
+
+
+def scores(head: str, name: str) -> list[tuple[Parser, float, bool]]:
+    """Every parser's score for this input: (parser, score with bonus, filename matched)."""
+    result = []
+    for parser in PARSERS:
+        named = _name_matches(parser, name)
+        score = safe_sniff(parser, head) + (FILENAME_BONUS if named else 0.0)
+        result.append((parser, score, named))
+    return result
+
+
+def detect(head: str, name: str, forced: InputKind | None = None) -> Detection:
+    """The kind of one input, with its score and the reason it was chosen."""
+    if forced is not None:
+        return Detection(kind=forced, score=1.0, reason="--kind given")
+    ranked = scores(head, name)
+    best_parser, best_score, named = max(ranked, key=lambda item: item[1])
+    if best_score < THRESHOLD or best_parser.kind is InputKind.OTHER:
+        return Detection(kind=InputKind.OTHER, score=best_score, reason="no format recognized")
+    how = "content" + (" and file name" if named else "")
+    return Detection(kind=best_parser.kind, score=min(best_score, 1.0), reason=f"by {how}")

@@ -1,0 +1,290 @@
+"""Analyzing one input: read it, detect its kind, find rule hits and collect its facts.
+
+`analyze_source` is a pure function of the input's bytes (plus the rule library), so a batch
+scan can map it over thousands of jobs. Logs are streamed: only candidate lines found by the
+multi-pattern scan are decoded, and the hits kept per rule are capped, so memory stays flat
+whatever the size of the input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+
+from crashlens.detect import detect
+from crashlens.inputs.discover import Source
+from crashlens.inputs.read import (
+    CHUNK_BYTES,
+    binary_reason,
+    decode,
+    iter_chunks,
+    iter_utf16_chunks,
+    read_head,
+    utf16_encoding,
+)
+from crashlens.model import Fact, Hit, InputAnalysis, InputKind, InputStatus, Line
+from crashlens.parsers import PARSERS, get_parser
+from crashlens.parsers.base import DocumentParser, LogParser, Parser
+from crashlens.rules import Rule
+from crashlens.scan import Backend, ScanPattern, make_backend, scan_chunks
+
+MAX_HITS_PER_RULE = 20
+"""Hits kept per rule and input (the earliest); later ones are only counted."""
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""Structured inputs bigger than this are parsed from their first 64 MiB only."""
+MAX_TEXT_CHARS = 2000
+"""Evidence text longer than this is cut around the match (a 50 MB line stays readable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What one scan pattern stands for: a rule, or an anchor of a log parser."""
+
+    rule: Rule | None
+    kind: InputKind | None
+    anchor: int
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """The compiled scan over every rule pattern and parser anchor, built once per process."""
+
+    rules: tuple[Rule, ...]
+    backend: Backend
+    targets: tuple[_Target, ...]
+    anchors: dict[InputKind, tuple[re.Pattern[str], ...]]
+
+
+@cache
+def build_matcher(rules: tuple[Rule, ...], prefer: str = "auto") -> Matcher:
+    """Compile all patterns of `rules` and all parser anchors into one scan."""
+    patterns: list[ScanPattern] = []
+    targets: list[_Target] = []
+    for rule in rules:
+        for regex in rule.patterns:
+            patterns.append(ScanPattern(regex, rule.ignore_case))
+            targets.append(_Target(rule=rule, kind=None, anchor=-1))
+    anchors: dict[InputKind, tuple[re.Pattern[str], ...]] = {}
+    for parser in PARSERS:
+        if isinstance(parser, LogParser):
+            anchors[parser.kind] = tuple(re.compile(a) for a in parser.anchors)
+            for index, regex in enumerate(parser.anchors):
+                patterns.append(ScanPattern(regex))
+                targets.append(_Target(rule=None, kind=parser.kind, anchor=index))
+    return Matcher(
+        rules=rules,
+        backend=make_backend(patterns, prefer),
+        targets=tuple(targets),
+        anchors=anchors,
+    )
+
+
+class _HitBuffer:
+    """Keeps the earliest hits per rule and counts the rest."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, list[Hit]] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, hit: Hit) -> None:
+        self.counts[hit.rule_id] = self.counts.get(hit.rule_id, 0) + 1
+        kept = self.kept.setdefault(hit.rule_id, [])
+        if len(kept) < MAX_HITS_PER_RULE:
+            kept.append(hit)
+
+    def hits(self) -> tuple[Hit, ...]:
+        return tuple(hit for rule_hits in self.kept.values() for hit in rule_hits)
+
+
+def _shorten(text: str, around: int = 0) -> str:
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    start = max(0, min(around - MAX_TEXT_CHARS // 2, len(text) - MAX_TEXT_CHARS))
+    return ("…" if start else "") + text[start : start + MAX_TEXT_CHARS] + "…"
+
+
+def _segment(raw: str, rule: Rule) -> str:
+    """For a line redrawn with `\\r` (progress bars), the redraw that holds the match."""
+    if "\r" not in raw:
+        return raw
+    for segment in raw.split("\r"):
+        if rule.match_line(segment) is not None:
+            return segment
+    return raw
+
+
+def line_hits(rule: Rule, line: Line, captures: dict[str, str]) -> Hit:
+    """A Hit for `rule` on `line`."""
+    shown = _segment(line.raw, rule)
+    return Hit(
+        rule_id=rule.id,
+        category=rule.category,
+        role=rule.role,
+        weight=rule.weight,
+        path=line.path,
+        lineno=line.lineno,
+        text=_shorten(shown.strip()),
+        captures=tuple(sorted(captures.items())),
+        rank=line.rank,
+        host=line.host,
+        timestamp=line.timestamp,
+        also=rule.also,
+    )
+
+
+def fact_hit(rule: Rule, fact: Fact) -> Hit:
+    """A Hit for a fact rule on a fact (qualifiers become captures)."""
+    captures = {name: str(value) for name, value in fact.attrs}
+    captures.setdefault("value", str(fact.value))
+    rank = fact.attr("rank")
+    host = fact.attr("host")
+    return Hit(
+        rule_id=rule.id,
+        category=rule.category,
+        role=rule.role,
+        weight=rule.weight,
+        path=fact.path,
+        lineno=fact.lineno,
+        text=_shorten(fact.text),
+        captures=tuple(sorted(captures.items())),
+        rank=rank if isinstance(rank, int) else None,
+        host=str(host) if host is not None else None,
+        also=rule.also,
+    )
+
+
+def _scan(
+    chunks: Iterable[bytes],
+    path: str,
+    kind: InputKind,
+    parser: Parser,
+    matcher: Matcher,
+    buffer: _HitBuffer,
+) -> Iterator[tuple[Line, frozenset[int]]]:
+    """Rule hits into `buffer`; yields each candidate line with the parser anchors it matched."""
+    kind_anchors = matcher.anchors.get(kind, ())
+    for candidate in scan_chunks(chunks, matcher.backend):
+        targets = [matcher.targets[i] for i in candidate.patterns]
+        line = parser.make_line(path, candidate.lineno, decode(candidate.line))
+        seen: set[str] = set()
+        for target in targets:
+            rule = target.rule
+            if rule is None or rule.id in seen or kind not in rule.inputs:
+                continue
+            seen.add(rule.id)
+            captures = rule.match_line(line.raw)
+            if captures is not None:
+                buffer.add(line_hits(rule, line, captures))
+        wanted = {t.anchor for t in targets if t.kind is kind}
+        matched = frozenset(i for i in wanted if kind_anchors[i].search(line.raw))
+        if matched or seen:
+            yield line, matched
+
+
+def _fact_hits(facts: Iterable[Fact], kind: InputKind, rules: tuple[Rule, ...]) -> list[Hit]:
+    fact_rules = [r for r in rules if r.facts and kind in r.inputs]
+    return [fact_hit(rule, f) for f in facts for rule in fact_rules if rule.match_fact(f)]
+
+
+def analyze_source(
+    source: Source,
+    rules: tuple[Rule, ...],
+    forced_kind: InputKind | None = None,
+    prefer_backend: str = "auto",
+) -> InputAnalysis:
+    """Read, detect, scan and parse one input. Never raises for bad input: it is skipped."""
+    try:
+        return _analyze(source, rules, forced_kind, prefer_backend)
+    except (OSError, EOFError, ValueError) as error:
+        reason = f"could not be read: {error}"
+    except MemoryError:
+        reason = "could not be read: out of memory"
+    except Exception as error:  # zstandard/lzma/tar raise their own types mid-stream
+        reason = f"could not be read: {type(error).__name__}: {error}"
+    status = InputStatus(path=source.path, kind=None, status="skipped", reason=reason)
+    return InputAnalysis(status=status)
+
+
+def _analyze(
+    source: Source,
+    rules: tuple[Rule, ...],
+    forced_kind: InputKind | None,
+    prefer_backend: str,
+) -> InputAnalysis:
+    with source.open() as stream:
+        head = read_head(stream)
+    if not head:
+        return InputAnalysis(
+            status=InputStatus(source.path, None, "skipped", "empty file", source.size_bytes)
+        )
+    utf16 = utf16_encoding(head)
+    reason = binary_reason(head) if forced_kind is None else None
+    if reason is not None:
+        return InputAnalysis(
+            status=InputStatus(source.path, None, "skipped", reason, source.size_bytes)
+        )
+    head_text = decode(head.decode(utf16, errors="replace").encode()) if utf16 else decode(head)
+    detection = detect(head_text.replace("\x00", ""), source.name, forced_kind)
+    parser = get_parser(detection.kind)
+    matcher = build_matcher(rules, prefer_backend)
+    buffer = _HitBuffer()
+    warnings: list[str] = []
+    facts: list[Fact]
+    with source.open() as stream:
+        chunks: Iterable[bytes] = (
+            iter_utf16_chunks(stream, utf16) if utf16 else iter_chunks(stream, CHUNK_BYTES)
+        )
+        if isinstance(parser, DocumentParser):
+            facts, parse_warnings = _parse_document(
+                parser, chunks, source.path, detection.kind, matcher, buffer
+            )
+            warnings.extend(parse_warnings)
+            if source.size_bytes and source.size_bytes > MAX_DOCUMENT_BYTES:
+                warnings.append(f"only the first {MAX_DOCUMENT_BYTES >> 20} MiB were parsed")
+        else:
+            assert isinstance(parser, LogParser)
+            collector = parser.collector(source.path)
+            for line, anchors in _scan(
+                chunks, source.path, detection.kind, parser, matcher, buffer
+            ):
+                if anchors:
+                    collector.feed(line, anchors)
+            facts = collector.finish()
+    for hit in _fact_hits(facts, detection.kind, rules):
+        buffer.add(hit)
+    if utf16:
+        warnings.append(f"decoded as {utf16}")
+    note = "; ".join(warnings) if warnings else None
+    status = InputStatus(
+        path=source.path,
+        kind=detection.kind,
+        status="analyzed",
+        reason=note,
+        size_bytes=source.size_bytes,
+    )
+    return InputAnalysis(status=status, hits=buffer.hits(), facts=tuple(facts))
+
+
+def _parse_document(
+    parser: DocumentParser,
+    chunks: Iterable[bytes],
+    path: str,
+    kind: InputKind,
+    matcher: Matcher,
+    buffer: _HitBuffer,
+) -> tuple[list[Fact], tuple[str, ...]]:
+    """Parse a structured input read whole; its text lines are scanned by the rules too."""
+    kept: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        kept.append(chunk)
+        size += len(chunk)
+        if size >= MAX_DOCUMENT_BYTES:
+            break
+    data = b"".join(kept)
+    for _line, _anchors in _scan([data], path, kind, parser, matcher, buffer):
+        pass
+    result = parser.parse(decode(data).replace("\x00", ""), path)
+    return list(result.facts), result.warnings

@@ -1,0 +1,304 @@
+"""Remediation specific to the evidence: rule steps with `{placeholders}` filled from facts.
+
+A rule's steps are data (patterns/*.toml); what makes them specific is the values computed
+here from everything the inputs said: the GPU count and DataLoader workers give a concrete
+`--shm-size`, an Xid's PCI id is matched to the GPU's index and serial from nvidia-smi, the
+OOM killer's figures, the two versions that conflict. A step whose placeholders cannot all be
+filled is dropped, so no report shows a half-empty command.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Iterable, Mapping, Sequence
+
+from crashlens.model import Action, Category, Fact, FactValue, Hit
+from crashlens.rules import Rule, Step
+
+_FORMATTER = string.Formatter()
+
+
+def human_bytes(size: float) -> str:
+    """1073741824 -> '1.0 GiB' (binary units, as the tools themselves print)."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def normalize_pci(value: str) -> str:
+    """'00000000:3B:00.0', '0000:3b:00' and 'PCI:0000:3b:00' all become '0000:3b:00'."""
+    text = value.lower().removeprefix("pci:").strip()
+    match = re.search(r"(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})", text)
+    if not match:
+        return text
+    domain = (match.group(1) or "0000")[-4:]
+    return f"{domain}:{match.group(2)}:{match.group(3)}"
+
+
+def recommend_shm(gpu_count: int | None, num_workers: int | None) -> str:
+    """A --shm-size that fits the job: about 1 GiB per DataLoader process, at least 8g.
+
+    Each GPU rank runs `num_workers` worker processes that each hold a couple of prefetched
+    batches in /dev/shm; NCCL's shared-memory transport needs a few hundred MiB per rank more.
+    Rounded up to a power of two so the number looks like what people type.
+    """
+    if not gpu_count and num_workers is None:
+        return "16g"  # nothing known about the job: the size most guides start from
+    ranks = gpu_count if gpu_count and gpu_count > 0 else 1
+    workers = num_workers if num_workers is not None and num_workers >= 0 else 4
+    gib = max(8.0, ranks * (workers + 1) * 0.5)
+    return f"{2 ** math.ceil(math.log2(gib))}g"
+
+
+def _first(facts: Sequence[Fact], key: str) -> Fact | None:
+    return next((f for f in facts if f.key == key), None)
+
+
+def _int(value: FactValue | str | None) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def base_context(facts: Sequence[Fact]) -> dict[str, str]:
+    """Placeholder values every cause can use, from the facts of all inputs."""
+    ctx: dict[str, str] = {}
+    gpu_count = None
+    for key in ("nvidia_smi.gpu_count", "launcher.nproc_per_node", "docker.gpu_count"):
+        found = _first(facts, key)
+        count = _int(found.value) if found else None
+        if count is not None and count > 0:
+            gpu_count = count
+            break
+    workers_fact = _first(facts, "launcher.num_workers")
+    num_workers = _int(workers_fact.value) if workers_fact else None
+    if gpu_count is not None:
+        ctx["gpu_count"] = str(gpu_count)
+    if num_workers is not None:
+        ctx["num_workers"] = str(num_workers)
+    ctx["shm_recommend"] = recommend_shm(gpu_count, num_workers)
+    for key in ("docker.shm_size_bytes", "df.shm_size_bytes", "compose.shm_size_bytes"):
+        found = _first(facts, key)
+        size = _int(found.value) if found else None
+        if size:
+            ctx["shm_size_h"] = human_bytes(size)
+            break
+    simple = {
+        "driver_version": "nvidia_smi.driver_version",
+        "cuda_version": "nvidia_smi.cuda_version",
+    }
+    for name, key in simple.items():
+        found = _first(facts, key)
+        if found:
+            ctx[name] = str(found.value)
+    limit = _first(facts, "docker.memory_limit_bytes")
+    if limit and _int(limit.value):
+        ctx["memory_limit_h"] = human_bytes(_int(limit.value) or 0)
+    first = _first(facts, "launcher.first_failure")
+    if first:
+        ctx["rank"] = str(first.value)
+        for attr in ("host", "exit_code"):
+            value = first.attr(attr)
+            if value is not None:
+                ctx[attr] = str(value)
+    return ctx
+
+
+def _gpu_by_pci(facts: Sequence[Fact], pci: str) -> Fact | None:
+    wanted = normalize_pci(pci)
+    for item in facts:
+        attr = item.attr("pci")
+        if item.key == "gpu.name" and attr is not None and normalize_pci(str(attr)) == wanted:
+            return item
+    return None
+
+
+def hit_context(hits: Iterable[Hit], facts: Sequence[Fact]) -> dict[str, str]:
+    """Placeholder values from the hits of one cause (captures first, the strongest hit wins)."""
+    ctx: dict[str, str] = {}
+    for hit in hits:
+        for name, value in hit.captures:
+            ctx.setdefault(name, value)
+        if hit.host:
+            ctx.setdefault("host", hit.host)
+        if hit.rank is not None:
+            ctx.setdefault("rank", str(hit.rank))
+    _derive_gpu(ctx, facts)
+    _derive_figures(ctx, facts)
+    return ctx
+
+
+def _derive_gpu(ctx: dict[str, str], facts: Sequence[Fact]) -> None:
+    if "pci" in ctx:
+        ctx.setdefault("gpu_pci", normalize_pci(ctx["pci"]))
+    xid = next((f for f in facts if f.key == "kernel.xid"), None)
+    if "xid" not in ctx and xid is not None:
+        ctx["xid"] = str(xid.value)
+    if xid is not None:
+        for attr, name in (("meaning", "xid_meaning"), ("action", "xid_action"), ("pci", "pci")):
+            value = xid.attr(attr)
+            if value is not None:
+                ctx.setdefault(name, str(value))
+        if "pci" in ctx:
+            ctx.setdefault("gpu_pci", normalize_pci(ctx["pci"]))
+    if "gpu_pci" in ctx:
+        gpu = _gpu_by_pci(facts, ctx["gpu_pci"])
+        if gpu is not None:
+            for attr, name in (
+                ("index", "gpu_index"),
+                ("serial", "gpu_serial"),
+                ("uuid", "gpu_uuid"),
+            ):
+                value = gpu.attr(attr)
+                if value is not None:
+                    ctx.setdefault(name, str(value))
+    if "index" in ctx:
+        ctx.setdefault("gpu_index", ctx["index"])
+    if "gpu" in ctx:
+        ctx.setdefault("gpu_index", ctx["gpu"])
+
+
+def _derive_figures(ctx: dict[str, str], facts: Sequence[Fact]) -> None:
+    oom = next((f for f in facts if f.key == "kernel.oom_kill"), None)
+    if oom is not None:
+        ctx.setdefault("oom_victim", str(oom.value))
+        rss = _int(oom.attr("anon_rss_kb"))
+        if rss:
+            ctx.setdefault("anon_rss_h", human_bytes(rss * 1024))
+    cuda = next((f for f in facts if f.key == "cuda.oom"), None)
+    if cuda is not None:
+        tried = _int(cuda.value)
+        if tried:
+            ctx.setdefault("tried_h", human_bytes(tried))
+        for attr, name in (("total_bytes", "total_h"), ("free_bytes", "free_h")):
+            value = _int(cuda.attr(attr))
+            if value is not None:
+                ctx.setdefault(name, human_bytes(value))
+        gpu = cuda.attr("gpu")
+        if gpu is not None:
+            ctx.setdefault("gpu_index", str(gpu))
+    mismatch = next((f for f in facts if f.key == "kernel.nvrm_mismatch"), None)
+    if mismatch is not None:
+        for attr in ("module_version", "client_version"):
+            version = mismatch.attr(attr)
+            if version is not None:
+                ctx.setdefault(attr, str(version))
+    full = [
+        f
+        for f in facts
+        if f.key == "df.use_percent" and isinstance(f.value, int | float) and f.value >= 95
+    ]
+    if full:
+        worst = max(full, key=lambda f: float(f.value))
+        mount = worst.attr("mount")
+        if mount is not None:
+            ctx.setdefault("mount", str(mount))
+
+
+def fill(template: str, ctx: Mapping[str, str]) -> str | None:
+    """Fill `{name}` placeholders; None when one of them has no value."""
+    names = [field for _, field, _, _ in _FORMATTER.parse(template) if field]
+    if any(name not in ctx for name in names):
+        return None
+    return template.format_map(ctx) if names else template
+
+
+def actions(steps: Iterable[Step], ctx: Mapping[str, str]) -> list[Action]:
+    """The steps whose placeholders could all be filled, in order, without duplicates."""
+    result: list[Action] = []
+    seen: set[str] = set()
+    for step in steps:
+        text = fill(step.text, ctx)
+        command = fill(step.command, ctx) if step.command else None
+        if text is None or (step.command and command is None) or text in seen:
+            continue
+        seen.add(text)
+        result.append(Action(text=text, command=command))
+    return result
+
+
+def summary(rule: Rule, ctx: Mapping[str, str]) -> str:
+    """The rule's one-sentence summary, filled; its title when a placeholder is missing."""
+    return fill(rule.summary, ctx) or rule.title
+
+
+GENERIC_CHECKS: dict[Category | None, tuple[Action, ...]] = {
+    None: (
+        Action(
+            "Collect the kernel log of every node from around the time of the failure.",
+            "sudo dmesg -T | tail -n 500 > dmesg.txt",
+        ),
+        Action(
+            "Record the GPUs' state, ECC and row-remapping counters.",
+            "nvidia-smi -q > nvidia-smi-q.txt",
+        ),
+        Action(
+            "If the job ran in a container, keep its configuration (ShmSize, OOMKilled).",
+            "docker inspect <container> > docker_inspect.json",
+        ),
+        Action(
+            "Check shared memory and disk space where the job ran.", "df -h /dev/shm / > df.txt"
+        ),
+        Action(
+            "Keep the full launcher output of every node, not only its tail: the first "
+            "failing rank's traceback is usually well before the end."
+        ),
+    ),
+    Category.HOST_OOM: (
+        Action(
+            "Confirm the kernel killed the process for memory.",
+            "sudo dmesg -T | grep -iE 'out of memory|oom-kill|killed process'",
+        ),
+        Action(
+            "In a container, check whether it was OOM-killed.",
+            "docker inspect --format '{{.State.OOMKilled}}' <container>",
+        ),
+    ),
+    Category.SHM: (
+        Action("Check the size and use of /dev/shm where the job ran.", "df -h /dev/shm"),
+        Action(
+            "Check the container's shared memory size.",
+            "docker inspect --format '{{.HostConfig.ShmSize}} {{.HostConfig.IpcMode}}' <container>",
+        ),
+    ),
+    Category.HARDWARE: (
+        Action(
+            "Look for Xid, ECC and PCIe errors in the kernel log.",
+            "sudo dmesg -T | grep -iE 'NVRM: Xid|fallen off|AER|mce|EDAC'",
+        ),
+        Action("Read the GPUs' ECC and row-remapping state.", "nvidia-smi -q -d ECC,ROW_REMAPPER"),
+    ),
+    Category.GPU_OOM: (Action("See which processes hold GPU memory.", "nvidia-smi"),),
+    Category.NETWORK: (
+        Action(
+            "Rerun with NCCL logging to see which peer and transport failed.",
+            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <your launch command>",
+        ),
+        Action(
+            "Check the kernel logs of all nodes for a GPU or NIC fault behind the timeout.",
+            "sudo dmesg -T | grep -iE 'NVRM: Xid|mlx5|link down'",
+        ),
+    ),
+    Category.DRIVER: (
+        Action(
+            "Compare the driver and the CUDA runtime versions.",
+            "nvidia-smi; python -c 'import torch; print(torch.version.cuda)'",
+        ),
+    ),
+    Category.FILESYSTEM: (
+        Action(
+            "Check free space and inodes where checkpoints and caches are written.", "df -h; df -i"
+        ),
+    ),
+    Category.PERMISSIONS: (
+        Action("Check the locked-memory limit and the user the job runs as.", "ulimit -a; id"),
+    ),
+}

@@ -1,0 +1,95 @@
+"""A Markdown report that reads well pasted into a GitHub issue."""
+
+from __future__ import annotations
+
+from crashlens.model import Action, Cause, Evidence, Report
+
+_VERDICT_TEXT = {
+    "none": "No failure found in these inputs.",
+    "unknown": "A failure is visible, but no cause has enough evidence.",
+}
+
+
+def _code(text: str) -> str:
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+def _inline(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _where(item: Evidence) -> str:
+    return f"{item.path}:{item.line}" if item.line is not None else item.path
+
+
+def _actions(title: str, items: tuple[Action, ...]) -> list[str]:
+    if not items:
+        return []
+    lines = [f"**{title}**", ""]
+    for number, item in enumerate(items, start=1):
+        lines.append(f"{number}. {item.text}")
+        if item.command:
+            lines.extend(["", _indent(_code(item.command)), ""])
+    lines.append("")
+    return lines
+
+
+def _indent(text: str) -> str:
+    return "\n".join("   " + line for line in text.splitlines())
+
+
+def _cause(rank: int, cause: Cause) -> list[str]:
+    lines = [
+        f"### {rank}. `{cause.category.value}` ({cause.confidence:.0%})",
+        "",
+        cause.summary,
+        "",
+    ]
+    if cause.demoted_because:
+        lines.extend([f"_Ranked lower: {cause.demoted_because}._", ""])
+    if cause.evidence:
+        lines.extend(["**Evidence**", "", "| where | role | line | rule |", "|---|---|---|---|"])
+        for item in cause.evidence:
+            note = f" ({item.note})" if item.note else ""
+            lines.append(
+                f"| `{_inline(_where(item))}` | {item.role.value}{_inline(note)} "
+                f"| `{_inline(item.text[:300])}` | `{item.rule or ''}` |"
+            )
+        lines.append("")
+    lines.extend(_actions("What to do", cause.remediation))
+    lines.extend(_actions("To confirm", cause.next_checks))
+    return lines
+
+
+def render_markdown(report: Report) -> str:
+    """The report as GitHub-flavoured Markdown."""
+    headline = _VERDICT_TEXT.get(report.verdict)
+    if headline is None and report.causes:
+        top = report.causes[0]
+        headline = f"**{top.category.value}** ({top.confidence:.0%}): {top.summary}"
+    lines = ["## crashlens report", "", f"**Verdict:** `{report.verdict}`", "", headline or "", ""]
+    if report.first_failure:
+        first = report.first_failure
+        lines.extend([f"**First failure:** `{_inline(_where(first))}`", "", _code(first.text), ""])
+    for note in report.notes:
+        lines.extend([f"> {note}", ""])
+    for rank, cause in enumerate(report.causes, start=1):
+        lines.extend(_cause(rank, cause))
+    lines.extend(_actions("What to collect next", report.next_checks))
+    lines.extend(["### Inputs", "", "| input | kind | status | note |", "|---|---|---|---|"])
+    for item in report.inputs:
+        kind = item.kind.value if item.kind else "-"
+        lines.append(
+            f"| `{_inline(item.path)}` | {kind} | {item.status} | {_inline(item.reason or '')} |"
+        )
+    lines.extend(["", f"<sub>crashlens {report.crashlens_version}</sub>", ""])
+    return "\n".join(lines)

@@ -1,0 +1,80 @@
+"""The rich terminal report. Log text is always shown as `Text`, never parsed as markup."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from crashlens.model import Action, Cause, Report
+
+_COLOURS = {"none": "green", "unknown": "yellow"}
+
+
+def _where(path: str, line: int | None) -> str:
+    return f"{path}:{line}" if line is not None else path
+
+
+def _actions(title: str, items: tuple[Action, ...]) -> list[RenderableType]:
+    if not items:
+        return []
+    parts: list[RenderableType] = [Text(title, style="bold")]
+    for number, item in enumerate(items, start=1):
+        parts.append(Text(f" {number}. {item.text}"))
+        if item.command:
+            parts.append(Text(f"    $ {item.command}", style="cyan"))
+    return parts
+
+
+def _cause(rank: int, cause: Cause) -> RenderableType:
+    title = Text.assemble((f"{rank}. {cause.category.value}", "bold"), f"  {cause.confidence:.0%}")
+    parts: list[RenderableType] = [Text(cause.summary)]
+    if cause.demoted_because:
+        parts.append(Text(f"ranked lower: {cause.demoted_because}", style="dim italic"))
+    if cause.evidence:
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        table.add_column("where", style="magenta", no_wrap=True)
+        table.add_column("role")
+        table.add_column("line", overflow="fold")
+        for item in cause.evidence:
+            role = item.role.value + (f" ({item.note})" if item.note else "")
+            table.add_row(Text(_where(item.path, item.line)), Text(role), Text(item.text[:400]))
+        parts.append(table)
+    parts.extend(_actions("What to do", cause.remediation))
+    parts.extend(_actions("To confirm", cause.next_checks))
+    style = "red" if rank == 1 else "dim"
+    return Panel(Group(*parts), title=title, title_align="left", border_style=style)
+
+
+def render_terminal(report: Report, console: Console) -> None:
+    """Print the report to a rich console."""
+    colour = _COLOURS.get(report.verdict, "red")
+    console.print(Text.assemble(("Verdict: ", "bold"), (report.verdict, f"bold {colour}")))
+    if report.first_failure:
+        first = report.first_failure
+        console.print(
+            Text.assemble(
+                ("First failure: ", "bold"),
+                (_where(first.path, first.line), "magenta"),
+                "  ",
+                first.text[:300],
+            )
+        )
+    for note in report.notes:
+        console.print(Text(note, style="italic"))
+    for rank, cause in enumerate(report.causes, start=1):
+        console.print(_cause(rank, cause))
+    for part in _actions("What to collect next", report.next_checks):
+        console.print(part)
+    table = Table(title="Inputs", title_justify="left", box=None, header_style="bold")
+    for column in ("input", "kind", "status", "note"):
+        table.add_column(column, overflow="fold")
+    for item in report.inputs:
+        table.add_row(
+            Text(item.path),
+            item.kind.value if item.kind else "-",
+            Text(item.status, style="green" if item.status == "analyzed" else "yellow"),
+            Text(item.reason or ""),
+        )
+    console.print(table)

@@ -1,0 +1,160 @@
+"""Finding candidate lines in big buffers with one multi-pattern pass.
+
+The hot path of crashlens: a log is read in ~8 MiB chunks and every rule pattern and parser
+anchor is searched at once. Hyperscan (a multi-pattern automaton over whole buffers, where a
+wheel exists) reports match end offsets; the pure-Python backend (Linux aarch64 and anywhere
+hyperscan is missing) runs each compiled pattern over the buffer. Both only *propose* lines:
+the engine re-checks each candidate line with Python `re`, which is the authority, so the two
+backends give identical results (tests/test_scan.py proves it on every shared sample).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Za-z0-9]")
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPattern:
+    """One pattern to search for: a Python-syntax regex that never crosses a line."""
+
+    regex: str
+    ignore_case: bool = False
+
+
+class Backend(Protocol):
+    """A multi-pattern searcher over one buffer."""
+
+    name: str
+
+    def ends(self, buffer: bytes) -> list[tuple[int, int]]:
+        """(pattern index, match end offset) pairs, in any order."""
+
+
+class PythonBackend:
+    """Each pattern's compiled `re` run over the whole buffer: slower, but always available."""
+
+    name = "python"
+
+    def __init__(self, patterns: Sequence[ScanPattern]) -> None:
+        self._compiled = [
+            re.compile(
+                p.regex.encode("utf-8"), re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
+            )
+            for p in patterns
+        ]
+
+    def ends(self, buffer: bytes) -> list[tuple[int, int]]:
+        found: list[tuple[int, int]] = []
+        for index, pattern in enumerate(self._compiled):
+            found.extend((index, match.end()) for match in pattern.finditer(buffer))
+        return found
+
+
+class HyperscanBackend:
+    """All patterns in one Hyperscan block-mode database (prefilter mode where needed)."""
+
+    name = "hyperscan"
+
+    def __init__(self, patterns: Sequence[ScanPattern]) -> None:
+        import hyperscan  # deferred: a native module, only needed when scanning
+
+        self._hs = hyperscan
+        expressions = [p.regex.encode("utf-8") for p in patterns]
+        flags = [
+            hyperscan.HS_FLAG_MULTILINE
+            | hyperscan.HS_FLAG_ALLOWEMPTY
+            | (hyperscan.HS_FLAG_CASELESS if p.ignore_case else 0)
+            for p in patterns
+        ]
+        # Constructs hyperscan rejects (backreferences, some assertions) are compiled in
+        # prefilter mode: it then reports a superset, and the line re-check keeps results exact.
+        for index, expression in enumerate(expressions):
+            if not _compiles(hyperscan, expression, flags[index]):
+                flags[index] |= hyperscan.HS_FLAG_PREFILTER
+        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        if expressions:
+            self._db.compile(
+                expressions=expressions,
+                ids=list(range(len(expressions))),
+                elements=len(expressions),
+                flags=flags,
+            )
+        self._empty = not expressions
+
+    def ends(self, buffer: bytes) -> list[tuple[int, int]]:
+        if self._empty or not buffer:
+            return []
+        found: list[tuple[int, int]] = []
+
+        def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
+            found.append((index, end))
+
+        self._db.scan(buffer, match_event_handler=on_match)
+        return found
+
+
+def _compiles(hyperscan: object, expression: bytes, flags: int) -> bool:
+    try:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)  # type: ignore[attr-defined]
+        db.compile(expressions=[expression], ids=[0], elements=1, flags=[flags])
+    except Exception:
+        return False
+    return True
+
+
+def hyperscan_available() -> bool:
+    """Whether the hyperscan module imports on this machine."""
+    try:
+        import hyperscan  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def make_backend(patterns: Sequence[ScanPattern], prefer: str = "auto") -> Backend:
+    """Hyperscan when available (or asked for), else the pure-Python backend."""
+    if prefer == "python" or (prefer == "auto" and not hyperscan_available()):
+        return PythonBackend(patterns)
+    return HyperscanBackend(patterns)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A line in which at least one pattern may match."""
+
+    lineno: int
+    """1-based, counting `\\n`."""
+    line: bytes
+    """The line without its newline, ANSI escapes removed."""
+    patterns: frozenset[int]
+
+
+def strip_ansi(chunk: bytes) -> bytes:
+    """Remove ANSI escape sequences (same newline count, so line numbers are kept)."""
+    return _ANSI_BYTES.sub(b"", chunk) if b"\x1b" in chunk else chunk
+
+
+def scan_chunks(chunks: Iterable[bytes], backend: Backend) -> Iterator[Candidate]:
+    """Yield candidate lines, in order, from newline-cut chunks of one input."""
+    lines_before = 0
+    for raw_chunk in chunks:
+        chunk = strip_ansi(raw_chunk)
+        by_start: dict[int, set[int]] = {}
+        for index, end in backend.ends(chunk):
+            # A line-safe match never contains "\n", so its last byte is on its line.
+            start = chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end else 0
+            by_start.setdefault(start, set()).add(index)
+        counted_to = 0
+        lineno = lines_before + 1
+        for start in sorted(by_start):
+            lineno += chunk.count(b"\n", counted_to, start)
+            counted_to = start
+            stop = chunk.find(b"\n", start)
+            line = chunk[start : stop if stop >= 0 else len(chunk)]
+            yield Candidate(lineno=lineno, line=line, patterns=frozenset(by_start[start]))
+        lines_before += chunk.count(b"\n")
