@@ -21,7 +21,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from crashlens.model import InputStatus
 
@@ -156,16 +156,46 @@ def _compression_of(magic: bytes) -> str | None:
     return None
 
 
-def _decompressing(kind: str, raw: IO[bytes]) -> IO[bytes]:
-    if kind == "gzip":
-        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
-    if kind == "bzip2":
-        return bz2.BZ2File(raw, mode="rb")
-    if kind == "xz":
-        return lzma.LZMAFile(raw, mode="rb")
-    import zstandard  # deferred: only needed for .zst inputs
+class _Owning(io.RawIOBase):
+    """A decompressing reader that also closes the compressed stream under it."""
 
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    def __init__(self, outer: IO[bytes], inner: IO[bytes]) -> None:
+        super().__init__()
+        self._outer = outer
+        self._inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._outer.read(-1 if size is None else size)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._outer.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self._outer.close()
+        finally:
+            self._inner.close()
+            super().close()
+
+
+def _decompressing(kind: str, raw: IO[bytes]) -> IO[bytes]:
+    outer: IO[bytes]
+    if kind == "gzip":
+        outer = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
+    elif kind == "bzip2":
+        outer = bz2.BZ2File(raw, mode="rb")
+    elif kind == "xz":
+        outer = lzma.LZMAFile(raw, mode="rb")
+    else:
+        import zstandard  # deferred: only needed for .zst inputs
+
+        outer = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    return cast(IO[bytes], _Owning(outer, raw))
 
 
 def _is_tar(magic: bytes) -> bool:
@@ -252,24 +282,28 @@ def _tar_members(display: str, opener: Callable[[], IO[bytes]], depth: int) -> I
 
 
 def _zip_members(display: str, opener: Callable[[], IO[bytes]], depth: int) -> Iterator[Item]:
-    try:
-        raw = opener()
-        archive = zipfile.ZipFile(raw if raw.seekable() else io.BytesIO(raw.read()))
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
-        yield skipped(display, f"archive is truncated or corrupt: {error}")
-        return
-    with archive:
-        infos = [info for info in archive.infolist() if not info.is_dir()]
-        if not infos:
-            yield skipped(display, "archive holds no files")
-        for info in infos:
-            shown = f"{display}!{info.filename}"
-            try:
-                data = archive.read(info)
-            except (zipfile.BadZipFile, OSError, EOFError, lzma.LZMAError) as error:
-                yield skipped(shown, f"archive member is corrupt: {error}", info.compress_size)
-                continue
-            except RuntimeError as error:  # encrypted member
-                yield skipped(shown, f"archive member cannot be read: {error}")
-                continue
-            yield from _from_bytes(shown, os.path.basename(info.filename), data, depth + 1)
+    with opener() as raw:
+        try:
+            archive = zipfile.ZipFile(raw if raw.seekable() else io.BytesIO(raw.read()))
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            yield skipped(display, f"archive is truncated or corrupt: {error}")
+            return
+        with archive:
+            yield from _zip_entries(display, archive, depth)
+
+
+def _zip_entries(display: str, archive: zipfile.ZipFile, depth: int) -> Iterator[Item]:
+    infos = [info for info in archive.infolist() if not info.is_dir()]
+    if not infos:
+        yield skipped(display, "archive holds no files")
+    for info in infos:
+        shown = f"{display}!{info.filename}"
+        try:
+            data = archive.read(info)
+        except (zipfile.BadZipFile, OSError, EOFError, lzma.LZMAError) as error:
+            yield skipped(shown, f"archive member is corrupt: {error}", info.compress_size)
+            continue
+        except RuntimeError as error:  # encrypted member
+            yield skipped(shown, f"archive member cannot be read: {error}")
+            continue
+        yield from _from_bytes(shown, os.path.basename(info.filename), data, depth + 1)

@@ -1,0 +1,53 @@
+"""The two scan backends find exactly the same hits, line numbers and facts on every sample."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from crashlens.engine import analyze_source
+from crashlens.inputs.discover import Source
+from crashlens.rules import shipped_rules
+from crashlens.scan import PythonBackend, ScanPattern, hyperscan_available, scan_chunks
+
+from conftest import SAMPLES
+
+ALL_SAMPLES = sorted(p for p in SAMPLES.rglob("*") if p.is_file() and p.name != "SOURCES.md")
+
+
+def _source(path_bytes: bytes, name: str) -> Source:
+    return Source(
+        path=name, open=lambda: io.BytesIO(path_bytes), size_bytes=len(path_bytes), name=name
+    )
+
+
+def _summary(backend: str, data: bytes, name: str) -> tuple[object, ...]:
+    analysis = analyze_source(_source(data, name), shipped_rules(), prefer_backend=backend)
+    hits = sorted((h.rule_id, h.lineno, h.text, h.captures) for h in analysis.hits)
+    facts = sorted((f.key, str(f.value), f.lineno) for f in analysis.facts)
+    return analysis.status, tuple(hits), tuple(facts)
+
+
+@pytest.mark.skipif(not hyperscan_available(), reason="hyperscan has no wheel on this platform")
+@pytest.mark.parametrize("path", ALL_SAMPLES, ids=lambda p: p.name)
+def test_backends_agree_on_every_sample(path) -> None:
+    data = path.read_bytes()
+    assert _summary("python", data, path.name) == _summary("hyperscan", data, path.name)
+
+
+def test_python_backend_on_small_chunks_gives_line_numbers() -> None:
+    backend = PythonBackend([ScanPattern("Bus error"), ScanPattern("(?i)killed")])
+    chunks = [b"a\nBus error here\n", b"x\ny KILLED\nBus error and killed\n"]
+    found = [(c.lineno, c.line, sorted(c.patterns)) for c in scan_chunks(chunks, backend)]
+    assert found == [
+        (2, b"Bus error here", [0]),
+        (4, b"y KILLED", [1]),
+        (5, b"Bus error and killed", [0, 1]),
+    ]
+
+
+def test_ansi_codes_do_not_hide_a_match() -> None:
+    backend = PythonBackend([ScanPattern("Bus error")])
+    found = list(scan_chunks([b"\x1b[31mBus \x1b[0merror\n"], backend))
+    assert [c.line for c in found] == [b"Bus error"]
