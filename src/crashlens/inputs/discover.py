@@ -188,9 +188,9 @@ def _decompressing(kind: str, raw: IO[bytes]) -> IO[bytes]:
     if kind == "gzip":
         outer = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
     elif kind == "bzip2":
-        outer = bz2.BZ2File(raw, mode="rb")
+        outer = bz2.BZ2File(raw, mode="rb")  # noqa: SIM115 (closed by _Owning)
     elif kind == "xz":
-        outer = lzma.LZMAFile(raw, mode="rb")
+        outer = lzma.LZMAFile(raw, mode="rb")  # noqa: SIM115 (closed by _Owning)
     else:
         import zstandard  # deferred: only needed for .zst inputs
 
