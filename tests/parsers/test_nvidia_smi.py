@@ -361,6 +361,14 @@ def test_query_ecc_retired_and_remapped() -> None:
     assert one(result, "gpu.name", index=1).attr("pci") == "0000:86:00.0"
 
 
+def test_query_tail_without_banner() -> None:
+    tail = QUERY_WITH_ERRORS[QUERY_WITH_ERRORS.index("GPU 00000000:3B:00.0") :]
+    assert NvidiaSmiParser.sniff(tail) >= 0.5
+    result = PARSER.parse(tail, "tail")
+    assert one(result, "gpu.remapped_rows_pending", index=0).value is True
+    assert one(result, "nvidia_smi.gpu_count").value == 2
+
+
 # --- nvidia-smi -q -x --------------------------------------------------------------------------
 
 
@@ -419,7 +427,12 @@ def test_xml_remapped_rows_subtree() -> None:
     assert one(result, "gpu.remapping_failure").value is False
     assert one(result, "gpu.remapped_rows_uncorrectable").value == 2
     assert one(result, "gpu.ecc_uncorrected", scope="volatile").value == 5
-    assert one(result, "gpu.err_field").value == "fan_speed"
+    err = one(result, "gpu.err_field")
+    assert (err.value, err.attr("label"), err.attr("pci")) == (
+        "fan.speed",
+        "fan_speed",
+        "0000:3B:00.0",
+    )
 
 
 # --- CSV ---------------------------------------------------------------------------------------

@@ -734,7 +734,8 @@ def _parse_query(lines: list[tuple[int, str]], out: _Out) -> None:
     state = _QueryState()
     started = False
     for lineno, line in lines:
-        started = started or "NVSMI LOG" in line
+        # A pasted tail may lack the banner: the first `GPU 0000...` block header also starts.
+        started = started or "NVSMI LOG" in line or bool(_Q_GPU_RE.match(line))
         if started:
             _q_line(state, lineno, line, out)
     if state.attached is not None:
@@ -761,6 +762,22 @@ _XML_TOKEN_RE = re.compile(
 )
 _XML_ATTR_RE = re.compile(r"""([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _XML_ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&apos;": "'"}
+
+
+_XML_FIELDS = {
+    "fan_speed": "fan.speed",
+    "performance_state": "pstate",
+    "fb_memory_usage.used": "memory.used",
+    "fb_memory_usage.total": "memory.total",
+    "temperature.gpu_temp": "temperature.gpu",
+    "power_readings.power_draw": "power.draw",
+    "gpu_power_readings.power_draw": "power.draw",
+    "gpu_power_readings.instant_power_draw": "power.draw",
+    "gpu_power_readings.average_power_draw": "power.draw.average",
+    "utilization.gpu_util": "utilization.gpu",
+    "product_name": "name",
+}
+"""XML element paths -> the `--query-gpu` field name used in `gpu.err_field`."""
 
 
 def _tolerant_xml(text: str) -> ET.Element | None:
@@ -856,7 +873,7 @@ def _xml_errs(gpu: _Gpu, element: ET.Element, prefix: str = "") -> None:
             continue
         sentinel = _sentinel(child.text)
         if sentinel:
-            gpu.errs.append((path, path, sentinel, None, None))
+            gpu.errs.append((_XML_FIELDS.get(path, path), path, sentinel, None, None))
 
 
 def _xml_gpu(element: ET.Element, index: int) -> _Gpu:
@@ -932,50 +949,18 @@ def _parse_xml(text: str, out: _Out) -> None:
 
 # --- CSV queries -------------------------------------------------------------------------------
 
-_CSV_KNOWN = {
-    "index",
-    "name",
-    "gpu_name",
-    "pci.bus_id",
-    "gpu_bus_id",
-    "uuid",
-    "gpu_uuid",
-    "serial",
-    "gpu_serial",
-    "pid",
-    "process_name",
-    "used_gpu_memory",
-    "used_memory",
-    "driver_version",
-    "count",
-    "timestamp",
-    "pstate",
-    "temperature.gpu",
-    "utilization.gpu",
-    "memory.used",
-    "memory.total",
-    "memory.free",
-    "power.draw",
-    "fan.speed",
-    "compute_mode",
-    "persistence_mode",
-}
+# fmt: off
+_CSV_KNOWN = frozenset({
+    "index", "name", "gpu_name", "pci.bus_id", "gpu_bus_id", "uuid", "gpu_uuid", "serial",
+    "gpu_serial", "pid", "process_name", "used_gpu_memory", "used_memory", "driver_version",
+    "count", "timestamp", "pstate", "temperature.gpu", "utilization.gpu", "memory.used",
+    "memory.total", "memory.free", "power.draw", "fan.speed", "compute_mode", "persistence_mode",
+})
 _CSV_PREFIXES = (
-    "memory.",
-    "ecc.",
-    "pci.",
-    "temperature.",
-    "power.",
-    "clocks",
-    "utilization.",
-    "retired_pages.",
-    "remapped_rows.",
-    "fan.",
-    "pcie.",
-    "mig.",
-    "enforced.",
-    "inforom.",
+    "memory.", "ecc.", "pci.", "temperature.", "power.", "clocks", "utilization.",
+    "retired_pages.", "remapped_rows.", "fan.", "pcie.", "mig.", "enforced.", "inforom.",
 )
+# fmt: on
 _CSV_UNIT_RE = re.compile(r"^(?P<name>[\w.]+)(?:\s*\[(?P<unit>[^\]]*)\])?$")
 _CSV_ALIASES = {
     "gpu_name": "name",
@@ -1233,6 +1218,8 @@ def _sniff_lines(lines: list[str]) -> float:
         return 1.0 if share >= 0.6 else 0.45
     if any(p.search(line) for p in _FAILURE_SNIFF for line in top[:3]):
         return 1.0 if len(lines) <= 6 else 0.45
+    if _looks_like_query(lines[:_SNIFF_TOP]):
+        return 0.9
     if _LIST_GPU_RE.match(lines[0]):
         return 0.95
     if any(_TOPO_HEADER_RE.match(line) for line in top[:2]):
@@ -1259,6 +1246,17 @@ def _sniff_csv(lines: list[str]) -> float:
     return 0.3 if numeric and len(lines) > 1 else 0.0
 
 
+def _looks_like_query(lines: list[str]) -> bool:
+    """A `-q` block without its banner: `GPU 0000...` at column 0, then `    Product Name`."""
+    header = False
+    for line in lines:
+        if _Q_GPU_RE.match(line):
+            header = True
+        elif header and line.strip().startswith(("Product Name", "Product Brand")):
+            return True
+    return False
+
+
 def _detect(lines: list[tuple[int, str]]) -> set[str]:
     """Which nvidia-smi outputs this input holds (a file may concatenate several)."""
     found: set[str] = set()
@@ -1268,7 +1266,7 @@ def _detect(lines: list[tuple[int, str]]) -> set[str]:
         re.match(r"^\|\s*GPU\s+Name\b", t) for t in stripped
     ):
         found.add("table")
-    if any("NVSMI LOG" in t for t in texts):
+    if any("NVSMI LOG" in t for t in texts) or _looks_like_query(texts):
         found.add("query")
     if any("<nvidia_smi_log" in t for t in texts):
         found.add("xml")
