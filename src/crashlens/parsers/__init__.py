@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from crashlens.model import InputKind
 from crashlens.parsers.base import DocumentParser, LogParser, Parser
+from crashlens.parsers.dmesg import KernelLogParser
+from crashlens.parsers.nvidia_smi import NvidiaSmiParser
 from crashlens.parsers.plaintext import PlainTextParser
 
-PARSERS: tuple[Parser, ...] = (PlainTextParser(),)
+PARSERS: tuple[Parser, ...] = (
+    NvidiaSmiParser(),
+    KernelLogParser(),
+    PlainTextParser(),
+)
 """Every parser, most specific first. Kept explicit: a handful of kinds reads better as a list."""
 
 
