@@ -95,8 +95,9 @@ def _dedupe(items: list[Action]) -> list[Action]:
     seen: set[str] = set()
     kept = []
     for item in items:
-        if item.text not in seen:
-            seen.add(item.text)
+        key = item.command or item.text
+        if key not in seen:
+            seen.add(key)
             kept.append(item)
     return kept
 

@@ -33,14 +33,19 @@ def _cause(rank: int, cause: Cause) -> RenderableType:
     if cause.demoted_because:
         parts.append(Text(f"ranked lower: {cause.demoted_because}", style="dim italic"))
     if cause.evidence:
-        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        table.add_column("where", style="magenta", no_wrap=True)
-        table.add_column("role")
-        table.add_column("line", overflow="fold")
+        parts.append(Text("Evidence", style="bold"))
         for item in cause.evidence:
-            role = item.role.value + (f" ({item.note})" if item.note else "")
-            table.add_row(Text(_where(item.path, item.line)), Text(role), Text(item.text[:400]))
-        parts.append(table)
+            note = f"  ({item.note})" if item.note else ""
+            parts.append(
+                Text.assemble(
+                    " ",
+                    (_where(item.path, item.line), "magenta"),
+                    (f"  {item.role.value}", "bold"),
+                    (f"  {item.rule or ''}", "dim"),
+                    (note, "italic"),
+                )
+            )
+            parts.append(Text(f"    {item.text[:400]}", overflow="fold"))
     parts.extend(_actions("What to do", cause.remediation))
     parts.extend(_actions("To confirm", cause.next_checks))
     style = "red" if rank == 1 else "dim"
