@@ -19,6 +19,7 @@ from crashlens.model import (
     Cause,
     Evidence,
     Fact,
+    Hit,
     InputAnalysis,
     InputKind,
     InputStatus,
@@ -107,7 +108,21 @@ def _first_failure_evidence(decision: Decision, rules: dict[str, Rule]) -> Evide
     if hit is None:
         return None
     note = f"rank {hit.rank}" if hit.rank is not None else None
-    return Evidence(hit.path, hit.lineno, hit.text, hit.rule_id, hit.role, note)
+    return _evidence(hit, note)
+
+
+def _evidence(hit: Hit, note: str | None) -> Evidence:
+    return Evidence(
+        path=hit.path,
+        line=hit.lineno,
+        text=hit.text,
+        rule=hit.rule_id,
+        role=hit.role,
+        note=note,
+        rank=hit.rank,
+        host=hit.host,
+        timestamp=hit.timestamp,
+    )
 
 
 def _select_evidence(items: Sequence[WeighedHit]) -> list[WeighedHit]:
@@ -144,17 +159,7 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
     remediation = actions(steps, ctx)
     next_checks = actions(checks, ctx) + list(GENERIC_CHECKS.get(candidate.category, ()))
     text = summary(lead_rule, ctx) if lead_rule else f"{candidate.category.value} suspected"
-    evidence = tuple(
-        Evidence(
-            path=item.hit.path,
-            line=item.hit.lineno,
-            text=item.hit.text,
-            rule=item.hit.rule_id,
-            role=item.hit.role,
-            note=item.note,
-        )
-        for item in chosen
-    )
+    evidence = tuple(_evidence(item.hit, item.note) for item in chosen)
     return Cause(
         category=candidate.category,
         confidence=candidate.confidence,

@@ -181,6 +181,10 @@ class Evidence:
     role: Role
     note: str | None = None
     """Why this line matters here, e.g. 'rank 3 failed first' or 'knock-on of the Xid'."""
+    rank: int | None = None
+    host: str | None = None
+    timestamp: float | None = None
+    """Seconds (epoch, or since boot for raw dmesg): orders a timeline across files."""
 
 
 @dataclass(frozen=True, slots=True)

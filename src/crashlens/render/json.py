@@ -16,8 +16,10 @@ def _evidence(item: Evidence) -> dict[str, Any]:
         "rule": item.rule,
         "role": item.role.value,
     }
-    if item.note:
-        data["note"] = item.note
+    for name in ("note", "rank", "host", "timestamp"):
+        value = getattr(item, name)
+        if value is not None:
+            data[name] = value
     return data
 
 
