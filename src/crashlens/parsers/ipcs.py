@@ -1,0 +1,136 @@
+"""`ipcs -m` (System V shared memory segments) and `ipcs -l` (IPC limits), util-linux format.
+
+PyTorch and NCCL share memory through POSIX files in /dev/shm, not SysV segments, so this is
+weak evidence; its use is a sum of what SysV segments hold and the kernel's segment limits.
+Plain `ipcs` prints three sections (messages, shared memory, semaphores); only the shared
+memory rows are counted. The column of each field comes from the header, so `ipcs -m` variants
+with other columns (`-p`, `-t`) do not give wrong sizes.
+
+Facts:
+
+* `ipcs.shm_segments`: int number of segments (0 for an empty table); attrs `total_bytes`,
+  `dest` (segments marked for removal, status `dest`). Line: the section header.
+* `ipcs.shmmax_kb`: int `max seg size (kbytes)` from `ipcs -l`.
+* `ipcs.shmall_kb`: int `max total shared memory (kbytes)` from `ipcs -l`.
+* `ipcs.shmmni`: int `max number of segments` from `ipcs -l` (shared memory section).
+"""
+
+from __future__ import annotations
+
+import re
+
+from crashlens.model import Fact, InputKind
+from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
+
+_BANNER_RE = re.compile(r"^-{3,}[ \t]*(.*?)[ \t]*-{3,}[ \t]*$")
+_SNIFF_SHM_RE = re.compile(r"^-{3,}[ \t]*Shared Memory (?:Segments|Limits)[ \t]*-{3,}", re.M)
+_SNIFF_OTHER_RE = re.compile(
+    r"^-{3,}[ \t]*(?:Message Queues|Semaphore Arrays|Messages Limits|Semaphore Limits)"
+    r"[ \t]*-{3,}",
+    re.M,
+)
+_SNIFF_HEADER_RE = re.compile(r"^key[ \t]+shmid[ \t]+owner[ \t]+perms", re.M)
+_LIMIT_RE = re.compile(r"^[ \t]*(.+?)[ \t]*=[ \t]*(-?\d+)[ \t]*$")
+_SEGMENT_KEY_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+
+_LIMIT_FACTS = {
+    "max seg size (kbytes)": "ipcs.shmmax_kb",
+    "max total shared memory (kbytes)": "ipcs.shmall_kb",
+    "max number of segments": "ipcs.shmmni",
+}
+
+
+class _Segments:
+    """Counts the rows of one `Shared Memory Segments` table."""
+
+    def __init__(self, lineno: int, banner: str) -> None:
+        self.lineno = lineno
+        self.banner = banner
+        self.columns: list[str] = []
+        self.count = 0
+        self.total = 0
+        self.dest = 0
+
+    def feed(self, line: str) -> bool:
+        """Take a line under the banner; False when it is not a segment row or the header."""
+        tokens = line.split()
+        if not tokens:
+            return True
+        if tokens[0] == "key":
+            self.columns = [token.lower() for token in tokens]
+            return True
+        if not _SEGMENT_KEY_RE.match(tokens[0]):
+            return False
+        self.count += 1
+        if "bytes" in self.columns:
+            index = self.columns.index("bytes")
+            if index < len(tokens) and tokens[index].isdigit():
+                self.total += int(tokens[index])
+        # `dest` (marked for removal) and `locked` share the last column, `status`.
+        status_at = self.columns.index("status") if "status" in self.columns else 1
+        if "dest" in tokens[status_at:]:
+            self.dest += 1
+        return True
+
+    def fact(self, path: str) -> Fact:
+        return fact(
+            "ipcs.shm_segments",
+            self.count,
+            path,
+            self.lineno,
+            text=self.banner,
+            total_bytes=self.total,
+            dest=self.dest,
+        )
+
+
+class IpcsParser(DocumentParser):
+    """util-linux `ipcs`, `ipcs -m` and `ipcs -l`."""
+
+    kind = InputKind.IPCS
+    name = "ipcs"
+    filenames = ("ipcs*",)
+
+    @staticmethod
+    def sniff(head: str) -> float:
+        if _SNIFF_SHM_RE.search(head):
+            return 1.0
+        if _SNIFF_OTHER_RE.search(head):
+            return 0.9
+        if _SNIFF_HEADER_RE.search(head):
+            return 0.8
+        return 0.0
+
+    def parse(self, text: str, path: str) -> DocumentResult:
+        facts: list[Fact] = []
+        section = ""
+        segments: _Segments | None = None
+        for lineno, raw in enumerate(text.split("\n"), start=1):
+            line = clean_line(raw)
+            banner = _BANNER_RE.match(line.strip())
+            if banner:
+                if segments is not None:
+                    facts.append(segments.fact(path))
+                section = banner.group(1).lower()
+                segments = (
+                    _Segments(lineno, line.strip()) if "shared memory seg" in section else None
+                )
+                continue
+            if segments is not None:
+                segments.feed(line)
+            elif "shared memory limits" in section:
+                facts.extend(self._limit(line, lineno, path))
+        if segments is not None:
+            facts.append(segments.fact(path))
+        warnings = () if facts else ("no ipcs shared memory section found",)
+        return DocumentResult(tuple(facts), warnings)
+
+    @staticmethod
+    def _limit(line: str, lineno: int, path: str) -> list[Fact]:
+        found = _LIMIT_RE.match(line)
+        if not found:
+            return []
+        key = _LIMIT_FACTS.get(found.group(1).lower())
+        if key is None:
+            return []
+        return [fact(key, int(found.group(2)), path, lineno, text=line.strip())]

@@ -1,0 +1,122 @@
+"""`ulimit -a` output from bash (4.x and 5.x), dash (`/bin/sh` on Debian/Ubuntu) and zsh.
+
+bash prints `max locked memory       (kbytes, -l) 64`; bash 5.2 adds a first row
+`real-time non-blocking time  (microseconds, -R)` and widens the label column. dash prints
+`locked memory(kb)    64` with no option letters; zsh prints `-l: locked-in-memory size (kbytes)
+64`. Rows are recognised by their option letter where there is one, by their label otherwise.
+`ulimit -Sa` and `-Ha` print the same layout, so soft and hard limits cannot be told apart.
+
+Facts (`unlimited` = -1; every fact has its line number and the row as text):
+
+* `ulimit.memlock_kb`: int max locked memory (`-l`), KiB.
+* `ulimit.nofile`: int open files (`-n`).
+* `ulimit.stack_kb`: int stack size (`-s`), KiB.
+* `ulimit.nproc`: int max user processes (`-u`).
+* `ulimit.core_blocks`: int core file size (`-c`); `ulimit.vmem_kb`: int virtual memory (`-v`);
+  `ulimit.rss_kb`: int max memory size (`-m`); `ulimit.data_kb`: int data segment (`-d`);
+  `ulimit.sigpending`: int pending signals (`-i`); `ulimit.msgqueue_bytes`: int (`-q`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from crashlens.model import Fact, InputKind
+from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
+
+# bash: `label   (unit, -x) value` or `label   (-x) value`
+_BASH_RE = re.compile(
+    r"^[ \t]*([a-zA-Z][^()]*?)[ \t]*\((?:[^()]*?,[ \t]*)?-([a-zA-Z])\)[ \t]+(\S+)[ \t]*$"
+)
+# zsh: `-x: label (unit)   value`
+_ZSH_RE = re.compile(r"^[ \t]*-([a-zA-Z]):[ \t]+(.+?)[ \t]+(\S+)[ \t]*$")
+# dash: `locked memory(kb)    64`
+_DASH_RE = re.compile(r"^[ \t]*([a-z][a-z ]*?)(?:\(([a-z]+)\))?[ \t]+(\S+)[ \t]*$")
+_VALUE_RE = re.compile(r"^(?:-?\d+|unlimited|infinity)$")
+
+_BY_FLAG = {
+    "l": "ulimit.memlock_kb",
+    "n": "ulimit.nofile",
+    "s": "ulimit.stack_kb",
+    "u": "ulimit.nproc",
+    "c": "ulimit.core_blocks",
+    "v": "ulimit.vmem_kb",
+    "m": "ulimit.rss_kb",
+    "d": "ulimit.data_kb",
+    "i": "ulimit.sigpending",
+    "q": "ulimit.msgqueue_bytes",
+}
+_DASH_LABELS = {
+    "locked memory": "l",
+    "nofiles": "n",
+    "stack": "s",
+    "process": "u",
+    "coredump": "c",
+    "vmemory": "v",
+    "memory": "m",
+    "data": "d",
+    "sigpending": "i",
+    "msgqueue": "q",
+}
+_DASH_ONLY = frozenset({"time", "file", "coredump", "nofiles", "vmemory", "locks", "rtprio"})
+"""dash labels no other shell prints bare: they make a dash table recognisable."""
+_BASH_FIRST_RE = re.compile(
+    r"\A[ \t\r\n]*(?:core file size|real-time non-blocking time)[ \t]+\((?:[a-z]+, )?-[cR]\)"
+)
+
+
+def _value(token: str) -> int | None:
+    if not _VALUE_RE.match(token):
+        return None
+    return -1 if token in ("unlimited", "infinity") else int(token)
+
+
+def _row(line: str) -> tuple[str, str] | None:
+    """(option letter, value token) of one `ulimit -a` row, in any of the three layouts."""
+    bash = _BASH_RE.match(line)
+    if bash:
+        return bash.group(2), bash.group(3)
+    zsh = _ZSH_RE.match(line)
+    if zsh:
+        return zsh.group(1), zsh.group(3)
+    dash = _DASH_RE.match(line)
+    if dash and dash.group(1).strip() in _DASH_LABELS.keys() | _DASH_ONLY:
+        flag = _DASH_LABELS.get(dash.group(1).strip(), "?")
+        return flag, dash.group(3)
+    return None
+
+
+class UlimitParser(DocumentParser):
+    """`ulimit -a` in bash, dash or zsh."""
+
+    kind = InputKind.ULIMIT
+    name = "ulimit -a"
+    filenames = ("ulimit*",)
+
+    @staticmethod
+    def sniff(head: str) -> float:
+        if _BASH_FIRST_RE.search(head):
+            return 1.0
+        lines = [clean_line(line) for line in head.splitlines()[:100] if line.strip()]
+        rows = [row for row in map(_row, lines) if row and _value(row[1]) is not None]
+        if len(rows) < 3:
+            return 0.0
+        ratio = len(rows) / len(lines)
+        return 0.9 * ratio if ratio >= 0.5 else 0.2
+
+    def parse(self, text: str, path: str) -> DocumentResult:
+        facts: list[Fact] = []
+        seen: set[str] = set()
+        for lineno, raw in enumerate(text.split("\n"), start=1):
+            line = clean_line(raw)
+            row = _row(line)
+            if row is None:
+                continue
+            key = _BY_FLAG.get(row[0])
+            value = _value(row[1])
+            if key is None or value is None or key in seen:
+                continue  # the first table wins when a file holds several
+            seen.add(key)
+            facts.append(fact(key, value, path, lineno, text=line.strip()))
+        warnings = () if facts else ("no ulimit -a rows found",)
+        return DocumentResult(tuple(facts), warnings)

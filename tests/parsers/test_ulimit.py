@@ -1,0 +1,111 @@
+"""ulimit parser: bash 4, bash 5.2, container, dash and zsh layouts."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashlens.model import FactValue
+from crashlens.parsers.df import DfParser
+from crashlens.parsers.ipcs import IpcsParser
+from crashlens.parsers.ulimit import UlimitParser
+
+from conftest import SAMPLES, sample_text
+
+ULIMIT = UlimitParser()
+OTHERS = (DfParser(), IpcsParser())
+ULIMIT_SAMPLES = sorted(p.name for p in (SAMPLES / "df").glob("ulimit_*"))
+
+
+def table(name: str) -> dict[str, FactValue]:
+    result = ULIMIT.parse(sample_text(f"df/{name}"), name)
+    assert result.warnings == ()
+    return {f.key: f.value for f in result.facts}
+
+
+def test_samples_exist() -> None:
+    assert len(ULIMIT_SAMPLES) >= 4
+
+
+@pytest.mark.parametrize("name", ULIMIT_SAMPLES)
+def test_every_ulimit_sample(name: str) -> None:
+    text = sample_text(f"df/{name}")
+    score = ULIMIT.sniff(text[:65536])
+    assert score >= 0.5
+    assert all(other.sniff(text[:65536]) < score for other in OTHERS)
+    facts = table(name)
+    for key in ("ulimit.memlock_kb", "ulimit.nofile", "ulimit.stack_kb", "ulimit.nproc"):
+        assert key in facts
+
+
+def test_bash4_memlock_64() -> None:
+    facts = table("ulimit_a_bash4_memlock_64_REPRO.txt")
+    assert facts["ulimit.memlock_kb"] == 64
+    assert facts["ulimit.nofile"] == 1048576
+    assert facts["ulimit.stack_kb"] == 8192
+    assert facts["ulimit.nproc"] == -1
+
+
+def test_bash52_memlock_8192() -> None:
+    result = ULIMIT.parse(sample_text("df/ulimit_a_bash52_memlock_8192_REPRO.txt"), "b")
+    memlock = next(f for f in result.facts if f.key == "ulimit.memlock_kb")
+    assert (memlock.value, memlock.lineno) == (8192, 7)
+    assert memlock.text == "max locked memory           (kbytes, -l) 8192"
+    facts = {f.key: f.value for f in result.facts}
+    assert facts["ulimit.nofile"] == 1024
+    assert facts["ulimit.nproc"] == 2062722
+
+
+def test_container_unlimited_memlock() -> None:
+    facts = table("ulimit_a_container_ngc_flags_unlimited_memlock_REPRO.txt")
+    assert facts["ulimit.memlock_kb"] == -1
+    assert facts["ulimit.stack_kb"] == 65536
+    assert facts["ulimit.core_blocks"] == -1
+
+
+def test_dash() -> None:
+    facts = table("ulimit_a_dash_sh_REPRO.txt")
+    assert facts["ulimit.memlock_kb"] == 64
+    assert facts["ulimit.nofile"] == 1024
+    assert facts["ulimit.stack_kb"] == 8192
+    assert facts["ulimit.nproc"] == 1031369
+
+
+def test_zsh() -> None:
+    text = (
+        "-t: cpu time (seconds)              unlimited\n"
+        "-f: file size (blocks)              unlimited\n"
+        "-s: stack size (kbytes)             8192\n"
+        "-l: locked-in-memory size (kbytes)  64\n"
+        "-n: file descriptors                1024\n"
+    )
+    facts = {f.key: f.value for f in ULIMIT.parse(text, "zsh").facts}
+    assert facts == {"ulimit.stack_kb": 8192, "ulimit.memlock_kb": 64, "ulimit.nofile": 1024}
+    assert ULIMIT.sniff(text) >= 0.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\x00\xff garbage\n",
+        "core file size          (blocks, -c) 0\nmax locked memory       (kbytes, -l",
+        bytes(range(256)).decode("latin-1") * 8,
+    ],
+)
+def test_bad_input(text: str) -> None:
+    result = ULIMIT.parse(text, "bad")
+    assert all(f.key.startswith("ulimit.") for f in result.facts)
+    assert 0.0 <= ULIMIT.sniff(text) <= 1.0
+
+
+def test_truncated_and_crlf() -> None:
+    text = sample_text("df/ulimit_a_bash4_memlock_64_REPRO.txt").replace("\n", "\r\n")
+    cut = text[: text.index("open files")]
+    facts = {f.key: f.value for f in ULIMIT.parse(cut, "cut").facts}
+    assert facts["ulimit.memlock_kb"] == 64
+    assert "ulimit.nofile" not in facts
+
+
+def test_sniff_rejects_unrelated_text() -> None:
+    log = "epoch 1 loss 0.3\nstack size exceeded? no\nopen files 12\n"
+    assert ULIMIT.sniff(log) < 0.5
