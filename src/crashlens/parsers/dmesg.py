@@ -10,8 +10,9 @@ are understood. Runs of 40+ spaces inside a line (a terminal-wrapped copy/paste)
 The collector keeps bounded state: one entry per distinct event (an Xid code on one GPU, an OOM
 victim, a device with I/O errors...) with a `count` attribute, at most `MAX_ENTRIES` entries.
 Every fact also carries `count` (how many lines reported it), `host` and `timestamp` (seconds, as
-above) when known. PCI ids are normalized to `dddd:bb:dd.f` (lower case, 4-digit domain, function
-`.0` when the driver omits it): `PCI:0000:3B:00` and `00000000:3b:00.0` both read `0000:3b:00.0`.
+above) when known. PCI ids are normalized as the nvidia-smi parser does (`DDDD:BB:DD.F`, upper
+case, function `.0` when the driver omits it): `PCI:0000:3b:00` and `00000000:3B:00.0` both read
+`0000:3B:00.0`, so facts of both inputs join on `pci`.
 
 Fact keys:
 
@@ -131,12 +132,16 @@ def _iso_epoch(m: re.Match[str], fraction: str, zone: str | None) -> float | Non
 
 
 def normalize_pci(text: str) -> str:
-    """`PCI:0000:3B:00` / `00000000:3b:00.0` -> `0000:3b:00.0`; unknown shapes lower-cased."""
+    """`PCI:0000:3b:00` / `00000000:3B:00.0` -> `0000:3B:00.0` (the nvidia-smi parser's form).
+
+    Upper-case hex, domain without leading zeros padded to 4 digits (wider domains kept whole),
+    function `.0` when the driver omits it. Text with no bus id is returned stripped.
+    """
     found = _PCI.search(text)
     if not found:
-        return text.strip().lower()
-    domain = int(found[1], 16) & 0xFFFF
-    return f"{domain:04x}:{found[2]}:{found[3]}.{found[4] or 0}".lower()
+        return text.strip()
+    domain = found[1].lstrip("0").upper().rjust(4, "0")
+    return f"{domain}:{found[2].upper()}:{found[3].upper()}.{found[4] or 0}"
 
 
 _PCI = re.compile(r"([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})(?:\.([0-7]))?")
