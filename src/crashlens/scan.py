@@ -26,6 +26,20 @@ class ScanPattern:
     ignore_case: bool = False
 
 
+_LEADING_CARET = re.compile(r"^((?:\(\?[a-zA-Z]+\))?)\^")
+_TRAILING_DOLLAR = re.compile(r"(?<!\\)\$$")
+
+
+def unanchored(regex: str) -> str:
+    """The pattern without a leading `^` / trailing `$`: a superset, for the buffer scan.
+
+    Line anchors are checked by the per-line re-check anyway, and Hyperscan was seen to drop
+    matches of one `^`-anchored pattern when compiled beside another (a launcher report field
+    line next to a `====` border), so the scan never relies on them.
+    """
+    return _TRAILING_DOLLAR.sub("", _LEADING_CARET.sub(r"\1", regex))
+
+
 class Backend(Protocol):
     """A multi-pattern searcher over one buffer."""
 
@@ -43,7 +57,8 @@ class PythonBackend:
     def __init__(self, patterns: Sequence[ScanPattern]) -> None:
         self._compiled = [
             re.compile(
-                p.regex.encode("utf-8"), re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
+                unanchored(p.regex).encode("utf-8"),
+                re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0),
             )
             for p in patterns
         ]
@@ -64,7 +79,7 @@ class HyperscanBackend:
         import hyperscan  # deferred: a native module, only needed when scanning
 
         self._hs = hyperscan
-        expressions = [p.regex.encode("utf-8") for p in patterns]
+        expressions = [unanchored(p.regex).encode("utf-8") for p in patterns]
         flags = [
             hyperscan.HS_FLAG_MULTILINE
             | hyperscan.HS_FLAG_ALLOWEMPTY

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 from crashlens.model import InputKind
 from crashlens.parsers.base import DocumentParser, LogParser, Parser
+from crashlens.parsers.df import DfParser
 from crashlens.parsers.dmesg import KernelLogParser
+from crashlens.parsers.docker import DockerComposeParser, DockerInspectParser
+from crashlens.parsers.ipcs import IpcsParser
+from crashlens.parsers.launcher import LauncherParser
 from crashlens.parsers.nvidia_smi import NvidiaSmiParser
 from crashlens.parsers.plaintext import PlainTextParser
+from crashlens.parsers.torchelastic import TorchElasticErrorParser
+from crashlens.parsers.ulimit import UlimitParser
 
 PARSERS: tuple[Parser, ...] = (
+    TorchElasticErrorParser(),
+    DockerInspectParser(),
+    DockerComposeParser(),
     NvidiaSmiParser(),
+    DfParser(),
+    IpcsParser(),
+    UlimitParser(),
     KernelLogParser(),
+    LauncherParser(),
     PlainTextParser(),
 )
 """Every parser, most specific first. Kept explicit: a handful of kinds reads better as a list."""
