@@ -51,6 +51,17 @@ def analyze(
     stdin: IO[bytes] | None = None,
 ) -> Report:
     """Analyze every input under `paths` and decide the cause of the failure."""
+    library = rules if rules is not None else shipped_rules()
+    return build_report(analyze_inputs(paths, options, library, stdin), library)
+
+
+def analyze_inputs(
+    paths: Sequence[str],
+    options: AnalyzeOptions | None = None,
+    rules: tuple[Rule, ...] | None = None,
+    stdin: IO[bytes] | None = None,
+) -> list[InputAnalysis]:
+    """Every input under `paths`, analyzed on its own (hits and facts), or skipped."""
     options = options or AnalyzeOptions()
     library = rules if rules is not None else shipped_rules()
     forced = dict(options.forced_kinds)
@@ -60,7 +71,7 @@ def analyze(
             analyses.append(InputAnalysis(status=item))
             continue
         analyses.append(_analyze_one(item, library, forced, options.backend))
-    return build_report(analyses, library)
+    return analyses
 
 
 def _analyze_one(
