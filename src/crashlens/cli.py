@@ -196,6 +196,58 @@ def rules_show(rule_id: Annotated[str, typer.Argument(help="A rule id.")]) -> No
     _fatal(f"no rule {rule_id!r}", EXIT_USAGE)
 
 
+@app.command("eval")
+def eval_corpus(
+    corpus: Annotated[Path, typer.Argument(help="The labelled corpus folder.")],
+    output_format: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
+    check_floor: Annotated[
+        Path | None,
+        typer.Option(help="Fail (exit 4) when top-1 falls below the floor in this TOML file."),
+    ] = None,
+) -> None:
+    """Measure accuracy on the labelled corpus: rules, rules + classifier, two baselines."""
+    import tomllib
+
+    from crashlens.corpus import load_cases
+    from crashlens.evaluate import corpus_counts, evaluate
+    from crashlens.render.evaluation import render_eval_json, render_eval_text
+
+    cases = load_cases(corpus)
+    if not cases:
+        _fatal(f"no cases (*/case.toml) under {corpus}", EXIT_USAGE)
+    results = evaluate(cases)
+    counts = corpus_counts(cases)
+    render = render_eval_json if output_format == "json" else render_eval_text
+    sys.stdout.write(render(results, counts))
+    if check_floor is not None:
+        floor = tomllib.loads(check_floor.read_text(encoding="utf-8"))
+        shipped = next(m for m in results if m.method == floor.get("method", "rules"))
+        if shipped.top1 < float(floor["top1"]):
+            _fatal(f"top-1 {shipped.top1:.3f} is below the floor {floor['top1']}", 4)
+
+
+@app.command()
+def train(
+    corpus: Annotated[Path, typer.Argument(help="The labelled corpus folder.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Where to write the model JSON.")
+    ] = None,
+) -> None:
+    """Fit the classifier on the corpus and write it into the package (deterministic)."""
+    from crashlens.classify import shipped_model_path
+    from crashlens.corpus import load_cases
+    from crashlens.train import train_on_corpus
+
+    cases = load_cases(corpus)
+    if not cases:
+        _fatal(f"no cases (*/case.toml) under {corpus}", EXIT_USAGE)
+    model = train_on_corpus(corpus, cases)
+    target = output or shipped_model_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(model.to_json(), encoding="utf-8")
+    typer.echo(f"wrote {target} ({len(model.weights)} features, temperature {model.temperature})")
+
+
 def main() -> None:
     """Entry point of the `crashlens` console script."""
     app()

@@ -1,0 +1,296 @@
+"""`crashlens eval corpus/`: how often crashlens is right, measured honestly.
+
+Every case is analyzed once. Rules alone need no training; the classifier and the exit-code
+baseline are scored by grouped cross-validation (cases rebuilt from the same public thread
+share a fold, so a case never scores a model that saw it or its twin), and the classifier's
+temperature is fitted inside each training fold. Two naive baselines run through the same
+harness: keyword grep (most keyword hits wins) and exit-code-only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crashlens.analyze import analyze_inputs
+from crashlens.classify import Model
+from crashlens.corpus import LABELS, Case
+from crashlens.decide import VERDICT_THRESHOLD, Decision, decide
+from crashlens.features import features
+from crashlens.model import Fact
+from crashlens.rules import Rule, shipped_rules
+
+FOLDS = 5
+ECE_BINS = 10
+CATEGORIES = LABELS[:-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """One method's answer for one case."""
+
+    verdict: str
+    """A label, or `unknown`."""
+    ranking: tuple[str, ...]
+    """Labels, most likely first (for top-3)."""
+    confidence: float
+    """Confidence in `verdict` (for calibration)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A case analyzed once: what every method needs."""
+
+    case: Case
+    features: dict[str, float]
+    rules: Prediction
+    text: str
+    exit_bucket: str | None
+
+
+def rules_prediction(decision: Decision) -> Prediction:
+    """What the rules alone answer."""
+    ranking = tuple(c.category.value for c in decision.candidates)
+    if decision.verdict == "none":
+        strongest = max((c.score for c in decision.candidates), default=0.0)
+        return Prediction("none", ("none", *ranking), 1.0 - strongest)
+    confidence = decision.candidates[0].confidence if decision.candidates else 0.0
+    return Prediction(decision.verdict, (*ranking, "none"), confidence)
+
+
+def model_prediction(probabilities: dict[str, float]) -> Prediction:
+    """What the classifier answers: its top class, or `unknown` below the threshold."""
+    ranking = tuple(sorted(probabilities, key=lambda c: (-probabilities[c], c)))
+    top = ranking[0]
+    confidence = probabilities[top]
+    verdict = top if confidence >= VERDICT_THRESHOLD else "unknown"
+    return Prediction(verdict, ranking, confidence)
+
+
+def _exit_bucket(facts: Sequence[Fact]) -> str | None:
+    for item in facts:
+        if item.key in ("launcher.exit_code", "docker.exit_code") and isinstance(item.value, int):
+            value = item.value
+            if value > 128:
+                value = -(value - 128)
+            if value != 0:
+                return str(value)
+    for item in facts:
+        if item.key == "launcher.signal":
+            return str(item.value)
+    return None
+
+
+def _read_text(root: Path, limit: int = 4 * 1024 * 1024) -> str:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return "\n".join(p.read_bytes()[:limit].decode("utf-8", errors="replace") for p in files)
+
+
+def prepare(case: Case, rules: tuple[Rule, ...]) -> Prepared:
+    """Analyze one case with the rules and keep what the methods need."""
+    analyses = analyze_inputs([str(case.logs)], rules=rules)
+    decision = decide(analyses, rules)
+    facts = [item for analysis in analyses for item in analysis.facts]
+    return Prepared(
+        case=case,
+        features=features(analyses, decision),
+        rules=rules_prediction(decision),
+        text=_read_text(case.logs),
+        exit_bucket=_exit_bucket(facts),
+    )
+
+
+# The keyword-grep baseline: the words a person would grep for, per category.
+KEYWORDS: dict[str, tuple[str, ...]] = {
+    "shm": ("bus error", "/dev/shm", "shared memory", "shm"),
+    "gpu_oom": ("cuda out of memory", "outofmemoryerror", "cublas_status_alloc_failed"),
+    "host_oom": ("killed process", "oom-kill", "out of memory", "oomkilled", "killed"),
+    "hardware": ("xid", "ecc", "fallen off the bus", "hardware error", "mce"),
+    "driver": ("driver version", "nvml", "driver/library", "no kernel image", "insufficient"),
+    "filesystem": ("no space left on device", "read-only file system", "i/o error", "quota"),
+    "permissions": ("permission denied", "operation not permitted", "memlock"),
+    "network": ("timeout", "timed out", "connection reset", "connection refused", "nccl error"),
+}
+
+
+def grep_prediction(text: str) -> Prediction:
+    """Most keyword hits wins; no hit at all means `none`."""
+    lowered = text.lower()
+    counts = {c: sum(lowered.count(k) for k in words) for c, words in KEYWORDS.items()}
+    total = sum(counts.values())
+    if total == 0:
+        return Prediction("none", ("none",), 1.0)
+    ranking = tuple(sorted(counts, key=lambda c: (-counts[c], c)))
+    return Prediction(ranking[0], (*ranking, "none"), counts[ranking[0]] / total)
+
+
+@dataclass
+class Metrics:
+    """Every figure `crashlens eval` prints for one method."""
+
+    method: str
+    cases: int = 0
+    top1: float = 0.0
+    top3: float = 0.0
+    hard_top1: float = 0.0
+    macro_f1: float = 0.0
+    ece: float = 0.0
+    none_given_cause: float = 0.0
+    unknown_share: float = 0.0
+    per_label: dict[str, dict[str, float]] = field(default_factory=dict)
+    confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def _right(case: Case, label: str) -> bool:
+    return case.accepts(label)
+
+
+def expected_calibration_error(confidences: Sequence[float], correct: Sequence[bool]) -> float:
+    """Weighted gap between confidence and accuracy over equal-width confidence bins."""
+    total = len(confidences)
+    if total == 0:
+        return 0.0
+    error = 0.0
+    for index in range(ECE_BINS):
+        low, high = index / ECE_BINS, (index + 1) / ECE_BINS
+        members = [
+            i for i, c in enumerate(confidences) if low < c <= high or (index == 0 and c == 0.0)
+        ]
+        if not members:
+            continue
+        accuracy = sum(correct[i] for i in members) / len(members)
+        mean = sum(confidences[i] for i in members) / len(members)
+        error += len(members) / total * abs(accuracy - mean)
+    return error
+
+
+def score(method: str, cases: Sequence[Case], predictions: Sequence[Prediction]) -> Metrics:
+    """All metrics of one method over all cases."""
+    metrics = Metrics(method=method, cases=len(cases))
+    if not cases:
+        return metrics
+    correct = [_right(c, p.verdict) for c, p in zip(cases, predictions, strict=True)]
+    metrics.top1 = sum(correct) / len(cases)
+    metrics.top3 = sum(
+        any(_right(c, label) for label in p.ranking[:3])
+        for c, p in zip(cases, predictions, strict=True)
+    ) / len(cases)
+    hard = [ok for c, ok in zip(cases, correct, strict=True) if c.difficulty == "hard"]
+    metrics.hard_top1 = sum(hard) / len(hard) if hard else 0.0
+    nones = [p for c, p in zip(cases, predictions, strict=True) if c.label == "none"]
+    metrics.none_given_cause = (
+        sum(p.verdict in CATEGORIES for p in nones) / len(nones) if nones else 0.0
+    )
+    metrics.unknown_share = sum(p.verdict == "unknown" for p in predictions) / len(cases)
+    metrics.ece = expected_calibration_error([p.confidence for p in predictions], correct)
+    f1s = []
+    for label in LABELS:
+        predicted = [p.verdict == label for p in predictions]
+        actual = [c.label == label for c in cases]
+        tp = sum(a and p for a, p in zip(actual, predicted, strict=True))
+        precision = tp / sum(predicted) if sum(predicted) else 0.0
+        recall = tp / sum(actual) if sum(actual) else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        metrics.per_label[label] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "support": float(sum(actual)),
+        }
+        if sum(actual):
+            f1s.append(f1)
+    metrics.macro_f1 = sum(f1s) / len(f1s) if f1s else 0.0
+    for c, p in zip(cases, predictions, strict=True):
+        row = metrics.confusion.setdefault(c.label, {})
+        row[p.verdict] = row.get(p.verdict, 0) + 1
+    return metrics
+
+
+def grouped_folds(prepared: Sequence[Prepared], folds: int = FOLDS) -> list[list[int]]:
+    """Case indexes per fold; cases sharing a source URL always share a fold (deterministic)."""
+    groups: dict[str, list[int]] = {}
+    for index, item in enumerate(prepared):
+        groups.setdefault(item.case.source or item.case.case_id, []).append(index)
+    buckets: list[list[int]] = [[] for _ in range(folds)]
+    # Largest groups first, each into the currently smallest fold: balanced and stable.
+    for _source, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        smallest = min(range(folds), key=lambda f: (len(buckets[f]), f))
+        buckets[smallest].extend(members)
+    return [sorted(b) for b in buckets]
+
+
+def fit_calibrated(train: Sequence[Prepared], fitter: Callable[..., Model]) -> Model:
+    from crashlens.train import best_temperature
+
+    inner = grouped_folds(train, folds=4)
+    held_out: list[dict[str, float]] = []
+    labels: list[str] = []
+    for fold in inner:
+        if not fold:
+            continue
+        inside = set(fold)
+        rest = [train[i] for i in range(len(train)) if i not in inside]
+        if len({p.case.label for p in rest}) < 2:
+            continue
+        model = fitter([p.features for p in rest], [p.case.label for p in rest])
+        held_out.extend(model.probabilities(train[i].features) for i in fold)
+        labels.extend(train[i].case.label for i in fold)
+    temperature = best_temperature(held_out, labels) if held_out else 1.0
+    return fitter([p.features for p in train], [p.case.label for p in train], temperature)
+
+
+def cross_validate(prepared: Sequence[Prepared]) -> dict[str, list[Prediction]]:
+    """Out-of-fold predictions of every method, in case order."""
+    from crashlens.train import fit
+
+    results: dict[str, list[Prediction | None]] = {
+        "rules": [p.rules for p in prepared],
+        "rules+classifier": [None] * len(prepared),
+        "keyword-grep": [grep_prediction(p.text) for p in prepared],
+        "exit-code-only": [None] * len(prepared),
+    }
+    for fold in grouped_folds(prepared):
+        inside = set(fold)
+        train = [prepared[i] for i in range(len(prepared)) if i not in inside]
+        model = fit_calibrated(train, fit)
+        by_exit = _exit_table(train)
+        for index in fold:
+            item = prepared[index]
+            results["rules+classifier"][index] = model_prediction(
+                model.probabilities(item.features)
+            )
+            results["exit-code-only"][index] = by_exit(item.exit_bucket)
+    return {name: [p for p in preds if p is not None] for name, preds in results.items()}
+
+
+def _exit_table(train: Sequence[Prepared]) -> Callable[[str | None], Prediction]:
+    table: dict[str | None, Counter[str]] = {}
+    for item in train:
+        table.setdefault(item.exit_bucket, Counter())[item.case.label] += 1
+
+    def predict(bucket: str | None) -> Prediction:
+        counts = table.get(bucket)
+        if not counts:
+            return Prediction("none" if bucket is None else "unknown", ("none",), 0.0)
+        ranking = tuple(label for label, _ in counts.most_common())
+        return Prediction(ranking[0], ranking, counts[ranking[0]] / sum(counts.values()))
+
+    return predict
+
+
+def evaluate(cases: Sequence[Case], rules: tuple[Rule, ...] | None = None) -> list[Metrics]:
+    """Prepare every case and score every method."""
+    library = rules if rules is not None else shipped_rules()
+    prepared = [prepare(case, library) for case in cases]
+    predictions = cross_validate(prepared)
+    return [score(name, cases, preds) for name, preds in predictions.items()]
+
+
+def corpus_counts(cases: Sequence[Case]) -> dict[str, dict[str, int]]:
+    """Case counts per label and per difficulty."""
+    return {
+        "label": dict(sorted(Counter(c.label for c in cases).items())),
+        "difficulty": dict(sorted(Counter(c.difficulty for c in cases).items())),
+    }

@@ -1,0 +1,50 @@
+"""Rendering `crashlens eval` results as a text table or JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from crashlens.corpus import LABELS
+from crashlens.evaluate import Metrics
+
+_ROWS = (
+    ("top-1 accuracy", "top1"),
+    ("top-3 accuracy", "top3"),
+    ("top-1 on hard cases", "hard_top1"),
+    ("macro-F1", "macro_f1"),
+    ("expected calibration error", "ece"),
+    ("none cases given a cause", "none_given_cause"),
+    ("verdict unknown", "unknown_share"),
+)
+
+
+def render_eval_text(results: list[Metrics], counts: dict[str, Any]) -> str:
+    """A plain-text report: summary table, per-label F1, confusion of the best method."""
+    names = [m.method for m in results]
+    width = max(len(n) for n in names) + 2
+    lines = [f"cases: {results[0].cases}  {counts}", ""]
+    lines.append(f"{'':28}" + "".join(f"{n:>{width}}" for n in names))
+    for title, attribute in _ROWS:
+        values = "".join(f"{getattr(m, attribute):>{width}.3f}" for m in results)
+        lines.append(f"{title:28}{values}")
+    lines.extend(["", "F1 per label " + " | ".join(names)])
+    for label in LABELS:
+        cells = "".join(f"{m.per_label[label]['f1']:>{width}.3f}" for m in results)
+        support = int(results[0].per_label[label]["support"])
+        lines.append(f"  {label:12} (n={support:3}){cells}")
+    for metrics in results[:2]:
+        lines.extend(["", f"confusion ({metrics.method}): rows = label, columns = verdict"])
+        columns = [*LABELS, "unknown"]
+        lines.append(" " * 14 + "".join(f"{c[:8]:>9}" for c in columns))
+        for label in LABELS:
+            row = metrics.confusion.get(label, {})
+            lines.append(f"  {label:12}" + "".join(f"{row.get(c, 0):>9}" for c in columns))
+    return "\n".join(lines) + "\n"
+
+
+def render_eval_json(results: list[Metrics], counts: dict[str, Any]) -> str:
+    """The figures as JSON, for machines."""
+    data: dict[str, Any] = {"corpus": counts, "methods": [asdict(m) for m in results]}
+    return json.dumps(data, indent=2) + "\n"
