@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+import re._constants as _sre
+import re._parser as _parser
 from pathlib import Path
 
 import pytest
 
+from crashlens.model import Category
 from crashlens.rules import Rule, default_pattern_dir, fact_from_line, load_rules
 
 RULES = load_rules(default_pattern_dir())
@@ -61,3 +64,90 @@ def test_rule_has_remediation_or_is_context(rule: Rule) -> None:
 
 def test_patterns_ship_in_the_package_tree() -> None:
     assert Path(default_pattern_dir(), "shm").is_dir()
+
+
+def test_every_category_has_rules() -> None:
+    """Each category needs enough rules to be found from more than one kind of evidence."""
+    counts = dict.fromkeys(Category, 0)
+    for rule in RULES:
+        counts[rule.category] += 1
+    thin = {category.value: n for category, n in counts.items() if n < 5}
+    assert not thin, f"categories with fewer than 5 rules: {thin}"
+
+
+def test_rule_ids_are_unique() -> None:
+    assert len(IDS) == len(set(IDS)), sorted({i for i in IDS if IDS.count(i) > 1})
+
+
+def _required_literal(items: list[tuple[object, object]]) -> int:
+    """Longest run of literal characters that every match of this sequence must contain."""
+    best = run = 0
+    for op, arg in items:
+        if op is _sre.LITERAL:
+            run += 1
+            best = max(best, run)
+            continue
+        run = 0
+        if op is _sre.SUBPATTERN:
+            best = max(best, _required_literal(list(arg[-1])))  # type: ignore[index]
+        elif op is _sre.BRANCH:
+            best = max(best, min(_required_literal(list(b)) for b in arg[1]))  # type: ignore[index]
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[0] >= 1:  # type: ignore[index]
+            best = max(best, _required_literal(list(arg[2])))  # type: ignore[index]
+    return best
+
+
+@pytest.mark.parametrize("rule", RULES, ids=IDS)
+def test_patterns_have_a_distinctive_literal(rule: Rule) -> None:
+    """Prefilters need a literal of 4+ characters that every match of a pattern contains."""
+    for pattern in rule.patterns:
+        parsed = list(_parser.parse(pattern, re.IGNORECASE if rule.ignore_case else 0))
+        assert _required_literal(parsed) >= 4, f"{rule.source}: no 4-char literal in {pattern!r}"
+
+
+_PLACEHOLDERS = frozenset(
+    [
+        "shm_recommend",
+        "shm_size_h",
+        "gpu_count",
+        "num_workers",
+        "gpu_index",
+        "gpu_pci",
+        "gpu_serial",
+        "gpu_uuid",
+        "host",
+        "rank",
+        "exit_code",
+        "xid",
+        "xid_meaning",
+        "xid_action",
+        "oom_victim",
+        "anon_rss_h",
+        "memory_limit_h",
+        "tried_h",
+        "total_h",
+        "free_h",
+        "mount",
+        "path",
+        "driver_version",
+        "cuda_version",
+        "module_version",
+        "client_version",
+    ]
+)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=IDS)
+def test_placeholders_are_known_and_droppable(rule: Rule) -> None:
+    """A `{name}` must be a known placeholder or a named group; one step must need none."""
+    groups = {name for p in rule.patterns for name in re.compile(p).groupindex}
+    texts = [rule.summary] + [
+        t for s in rule.remediation + rule.next_checks for t in (s.text, s.command or "")
+    ]
+    for text in texts:
+        for name in re.findall(r"\{([a-z_]+)\}", text):
+            assert name in _PLACEHOLDERS | groups, f"{rule.source}: unknown placeholder {{{name}}}"
+    steps = rule.remediation or rule.next_checks
+    assert any("{" not in s.text + (s.command or "") for s in steps), (
+        f"{rule.source}: add a step without placeholders (steps with unfilled ones are dropped)"
+    )
