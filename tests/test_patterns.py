@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import re._constants as _sre
 import re._parser as _parser
+import string
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,7 @@ def test_rule_is_line_safe(rule: Rule) -> None:
         assert not re.search(r"\[\^[^\]]*\]", pattern) or all(
             "\\n" in cls for cls in re.findall(r"\[\^[^\]]*\]", pattern)
         ), f"{rule.source}: negated classes must exclude \\n: {pattern!r}"
+        assert not pattern.endswith((".*", "[^\\n]*")), f"{rule.source}: drop the trailing .*"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=IDS)
@@ -145,7 +147,9 @@ def test_placeholders_are_known_and_droppable(rule: Rule) -> None:
         t for s in rule.remediation + rule.next_checks for t in (s.text, s.command or "")
     ]
     for text in texts:
-        for name in re.findall(r"\{([a-z_]+)\}", text):
+        fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+        assert all(re.fullmatch(r"[a-z_]+", f) for f in fields), f"{rule.source}: stray brace"
+        for name in fields:
             assert name in _PLACEHOLDERS | groups, f"{rule.source}: unknown placeholder {{{name}}}"
     steps = rule.remediation or rule.next_checks
     assert any("{" not in s.text + (s.command or "") for s in steps), (
