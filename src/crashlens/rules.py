@@ -33,11 +33,23 @@ class FactCondition:
     key: str
     op: str
     value: FactValue | tuple[FactValue, ...]
+    where: tuple[tuple[str, str], ...] = ()
+    """Qualifiers the fact must have: (attr, regex) pairs, e.g. mount must match `^/dev/shm$`."""
+    where_not: tuple[tuple[str, str], ...] = ()
+    """Qualifiers the fact must not have: a fact whose attr matches the regex is rejected."""
 
     def holds(self, fact: Fact) -> bool:
         """Whether `fact` satisfies this condition."""
         if fact.key != self.key:
             return False
+        for name, pattern in self.where:
+            value = fact.attr(name)
+            if value is None or re.search(pattern, str(value)) is None:
+                return False
+        for name, pattern in self.where_not:
+            value = fact.attr(name)
+            if value is not None and re.search(pattern, str(value)) is not None:
+                return False
         actual = fact.value
         expected = self.value
         if self.op in ("in", "not_in"):
@@ -155,20 +167,32 @@ def _compiled(rule: Rule) -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern
     )
 
 
-def fact_from_line(line: str, path: str = "<example>") -> Fact:
-    """Parse a `key=value` example line into a Fact (ints, floats and booleans typed)."""
-    key, _, raw = line.partition("=")
-    value: FactValue = raw
+def _typed(raw: str) -> FactValue:
     if raw in ("true", "false"):
-        value = raw == "true"
+        return raw == "true"
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            continue
+    return raw
+
+
+def fact_from_line(line: str, path: str = "<example>") -> Fact:
+    """Parse an example like `df.use_percent=100 mount=/ fstype=ext4` into a Fact.
+
+    The first `key=value` is the fact; further space-separated `name=value` pairs are its
+    qualifiers (only when the value has no spaces: `key=value with spaces` stays one value).
+    """
+    head, *rest = line.split(" ")
+    qualifiers = [part.partition("=") for part in rest]
+    if rest and all(sep and name.isidentifier() for name, sep, _ in qualifiers):
+        body = head
+        attrs = tuple((name, _typed(value)) for name, _, value in qualifiers)
     else:
-        for cast in (int, float):
-            try:
-                value = cast(raw)
-                break
-            except ValueError:
-                continue
-    return Fact(key=key.strip(), value=value, path=path, lineno=None, text=line)
+        body, attrs = line, ()
+    key, _, raw = body.partition("=")
+    return Fact(key=key.strip(), value=_typed(raw), path=path, lineno=None, text=line, attrs=attrs)
 
 
 def _require(data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: str) -> Any:
@@ -239,8 +263,34 @@ def _fact_conditions(match: dict[str, Any], path: str) -> tuple[FactCondition, .
                 raise PatternError(
                     path, f"fact regex {value!r} does not compile: {error}"
                 ) from None
-        conditions.append(FactCondition(key=key, op=op, value=value))
+        unknown = set(item) - {"key", "op", "value", "where", "where_not"}
+        if unknown:
+            raise PatternError(
+                path, f"`match.facts` has unknown fields: {', '.join(sorted(unknown))}"
+            )
+        conditions.append(
+            FactCondition(
+                key=key,
+                op=op,
+                value=value,
+                where=_qualifiers(item.get("where", {}), path),
+                where_not=_qualifiers(item.get("where_not", {}), path),
+            )
+        )
     return tuple(conditions)
+
+
+def _qualifiers(table: object, path: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise PatternError(path, "`where` / `where_not` must be tables of attr = 'regex'")
+    for pattern in table.values():
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise PatternError(
+                path, f"`where` regex {pattern!r} does not compile: {error}"
+            ) from None
+    return tuple(sorted(table.items()))
 
 
 def parse_rule(data: dict[str, Any], path: str, folder: str | None = None) -> Rule:
