@@ -162,13 +162,16 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
     lead_rule = rules.get(lead.hit.rule_id) if lead else None
     steps: list[Step] = []
     checks: list[Step] = []
-    for item in sorted(own, key=lambda i: -i.weight):
+    done: set[str] = set()
+    for item in sorted(own, key=lambda i: (i.hit.role.value != "root", -i.weight)):
         rule = rules.get(item.hit.rule_id)
-        if rule is not None:
+        if rule is not None and rule.id not in done:
+            done.add(rule.id)
             steps.extend(rule.remediation)
             checks.extend(rule.next_checks)
+    generic = [Step(a.text, a.command) for a in GENERIC_CHECKS.get(candidate.category, ())]
     remediation = actions(steps, ctx)
-    next_checks = actions(checks, ctx) + list(GENERIC_CHECKS.get(candidate.category, ()))
+    next_checks = actions([*checks, *generic], ctx, limit=5)
     text = summary(lead_rule, ctx) if lead_rule else f"{candidate.category.value} suspected"
     evidence = tuple(_evidence(item.hit, item.note) for item in chosen)
     return Cause(
@@ -177,6 +180,6 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
         summary=text,
         evidence=evidence,
         remediation=tuple(remediation),
-        next_checks=tuple(_dedupe(next_checks)),
+        next_checks=tuple(next_checks),
         demoted_because=candidate.demoted_because,
     )

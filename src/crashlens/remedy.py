@@ -211,17 +211,32 @@ def fill(template: str, ctx: Mapping[str, str]) -> str | None:
     return template.format_map(ctx) if names else template
 
 
-def actions(steps: Iterable[Step], ctx: Mapping[str, str]) -> list[Action]:
-    """The steps whose placeholders could all be filled, in order, without duplicates."""
+def _command_key(command: str) -> str:
+    """What makes two commands the same fix: the program and its first two words."""
+    return " ".join(command.split("#", 1)[0].split()[:3])
+
+
+def actions(steps: Iterable[Step], ctx: Mapping[str, str], limit: int = 6) -> list[Action]:
+    """The steps whose placeholders could all be filled, in order, without repeats.
+
+    Several rules of one cause often carry the same fix in other words (every hardware rule
+    says to drain the node); a step whose command starts like an earlier one, or whose text
+    repeats one, is dropped, and at most `limit` steps are kept so the first ones stay read.
+    """
     result: list[Action] = []
     seen: set[str] = set()
     for step in steps:
         text = fill(step.text, ctx)
         command = fill(step.command, ctx) if step.command else None
-        if text is None or (step.command and command is None) or text in seen:
+        if text is None or (step.command and command is None):
             continue
-        seen.add(text)
+        keys = {text} | ({_command_key(command)} if command else set())
+        if keys & seen:
+            continue
+        seen |= keys
         result.append(Action(text=text, command=command))
+        if len(result) >= limit:
+            break
     return result
 
 
