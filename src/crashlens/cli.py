@@ -248,6 +248,58 @@ def train(
     typer.echo(f"wrote {target} ({len(model.weights)} features, temperature {model.temperature})")
 
 
+@app.command()
+def scan(
+    root: Annotated[Path, typer.Argument(help="The archive: a folder of jobs (or one job).")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for jobs.parquet, summary and cache.")
+    ] = Path("crashlens-scan"),
+    workers: Annotated[
+        int, typer.Option("--workers", "-j", min=0, help="Processes (0: one per core).")
+    ] = 0,
+    job_glob: Annotated[
+        str | None,
+        typer.Option(
+            "--job-glob",
+            help="Which paths under ROOT are jobs, e.g. '*/*' or '**/job-*' (default: every "
+            "folder that directly holds log files, and every .tar.gz/.zip).",
+        ),
+    ] = None,
+    table_format: Annotated[
+        list[str] | None,
+        typer.Option("--format", "-f", help="Job table format(s): parquet, jsonl, csv."),
+    ] = None,
+    summary_format: Annotated[
+        str, typer.Option("--summary", help="Summary on stdout: terminal, json or markdown.")
+    ] = "terminal",
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Re-analyze every job, even unchanged ones.")
+    ] = False,
+    min_jobs: Annotated[
+        int, typer.Option(min=1, help="Hotspot: a host/GPU with hardware faults in N+ jobs.")
+    ] = 2,
+    backend: Annotated[
+        str, typer.Option(help="Scan engine: auto, hyperscan or python.", hidden=True)
+    ] = "auto",
+) -> None:
+    """Analyze every job of a log archive: a table of verdicts, top failures, nodes to drain."""
+    from crashlens.batch.cli import run_scan_command
+
+    code = run_scan_command(
+        root=root,
+        out=out,
+        workers=workers,
+        job_glob=job_glob,
+        formats=table_format or ["parquet"],
+        summary_format=summary_format,
+        use_cache=not no_cache,
+        min_jobs=min_jobs,
+        backend=backend,
+    )
+    if code:
+        raise typer.Exit(code)
+
+
 def main() -> None:
     """Entry point of the `crashlens` console script."""
     app()

@@ -1,0 +1,251 @@
+"""Finding the jobs in an archive root, with the file stats a rescan compares.
+
+Default rule: every folder that directly holds log files is one job (its direct files only;
+a sub-folder that holds files is a job of its own), and every `.tar*`/`.tgz`/`.zip` file is a
+job by itself. `--job-glob` replaces the rule: each path under the root that matches the glob
+(matched segment by segment against the path relative to the root, `**` for any depth) is a
+job, a folder with everything under it. Hidden entries and the scan's own output folder are
+skipped; folder symlinks are not followed (no cycles). A folder that cannot be listed becomes
+an `unreadable` job, so it shows up as a row with a reason instead of stopping the walk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+ARCHIVE_SUFFIXES = (
+    ".tar",
+    ".tar.gz",
+    ".tgz",
+    ".tar.bz2",
+    ".tbz2",
+    ".tar.xz",
+    ".txz",
+    ".tar.zst",
+    ".zip",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """One file of a job as found on disk: what the incremental cache compares."""
+
+    name: str
+    """Path relative to the job (a folder job) or the file name (an archive job)."""
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One job to analyze: where it is and which files it is made of."""
+
+    rel: str
+    """The job's path relative to the root, with `/` separators (`.` for the root itself)."""
+    kind: str
+    """`folder`, `archive`, `file` (a single log matched by --job-glob) or `unreadable`."""
+    inputs: tuple[str, ...]
+    """The paths to read, as full paths: a folder job's files, or the one archive/file."""
+    files: tuple[FileStat, ...]
+    reason: str | None = None
+    """Why the job cannot be analyzed (set for `unreadable` jobs)."""
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk (compressed size for archives)."""
+        return sum(f.size for f in self.files)
+
+    @property
+    def mtime_ns(self) -> int:
+        """The newest modification time among the job's files (0 when it has none)."""
+        return max((f.mtime_ns for f in self.files), default=0)
+
+    @property
+    def signature(self) -> str:
+        """A digest of every file's name, size and mtime: equal means unchanged."""
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(self.kind.encode())
+        for item in self.files:
+            digest.update(f"\0{item.name}\0{item.size}\0{item.mtime_ns}".encode())
+        if self.reason:
+            digest.update(b"\0!" + self.reason.encode())
+        return digest.hexdigest()
+
+
+def is_archive_name(name: str) -> bool:
+    """Whether a file name says it is one job packed in an archive."""
+    return name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def discover_jobs(
+    root: Path, job_glob: str | None = None, exclude: Path | None = None
+) -> Iterator[JobSpec]:
+    """Yield the jobs under `root` in a stable (sorted) order, lazily.
+
+    `exclude` is a folder never walked (the scan's own output folder when it lies inside root).
+    """
+    root = Path(os.path.abspath(root))
+    skip = os.path.abspath(exclude) if exclude is not None else None
+    if root.is_file():
+        yield _file_job(root, root.name, root.parent)
+        return
+    if job_glob:
+        yield from _glob_jobs(root, _segments(job_glob), skip)
+    else:
+        yield from _default_jobs(root, skip)
+
+
+def _rel(path: str, root: Path) -> str:
+    rel = os.path.relpath(path, root)
+    return "." if rel == "." else rel.replace(os.sep, "/")
+
+
+def _listing(folder: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
+    """(sub-folders, regular files) of one folder, sorted by name, hidden entries left out."""
+    folders: list[os.DirEntry[str]] = []
+    files: list[os.DirEntry[str]] = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry)
+                elif entry.is_file(follow_symlinks=True):
+                    files.append(entry)
+            except OSError:
+                continue
+    folders.sort(key=lambda e: e.name)
+    files.sort(key=lambda e: e.name)
+    return folders, files
+
+
+def _stat(entry: os.DirEntry[str], name: str) -> FileStat | None:
+    try:
+        info = entry.stat(follow_symlinks=True)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return FileStat(name=name, size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
+def _unreadable(path: str, root: Path, error: OSError) -> JobSpec:
+    reason = f"folder cannot be listed: {error.strerror or error}"
+    return JobSpec(rel=_rel(path, root), kind="unreadable", inputs=(), files=(), reason=reason)
+
+
+def _file_job(path: Path, name: str, root: Path) -> JobSpec:
+    try:
+        info = path.stat()
+        files: tuple[FileStat, ...] = (FileStat(name, info.st_size, info.st_mtime_ns),)
+    except OSError as error:
+        reason = f"cannot be read: {error.strerror or error}"
+        return JobSpec(_rel(str(path), root), "unreadable", (), (), reason)
+    kind = "archive" if is_archive_name(name) else "file"
+    return JobSpec(rel=_rel(str(path), root), kind=kind, inputs=(str(path),), files=files)
+
+
+def _default_jobs(root: Path, skip: str | None) -> Iterator[JobSpec]:
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            folders, files = _listing(folder)
+        except OSError as error:
+            yield _unreadable(folder, root, error)
+            continue
+        logs: list[tuple[str, FileStat]] = []
+        archives: list[tuple[str, FileStat]] = []
+        for entry in files:
+            item = _stat(entry, entry.name)
+            if item is None:
+                continue
+            (archives if is_archive_name(entry.name) else logs).append((entry.path, item))
+        if logs:
+            yield JobSpec(
+                rel=_rel(folder, root),
+                kind="folder",
+                inputs=tuple(path for path, _ in logs),
+                files=tuple(item for _, item in logs),
+            )
+        for path, item in archives:
+            yield JobSpec(rel=_rel(path, root), kind="archive", inputs=(path,), files=(item,))
+        # Reversed onto the stack, so sub-folders come out in name order (depth first).
+        stack.extend(e.path for e in reversed(folders) if e.path != skip)
+
+
+def _segments(glob: str) -> tuple[str, ...]:
+    return tuple(part for part in glob.strip("/").split("/") if part and part != ".")
+
+
+def glob_matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Whether a relative path (split in segments) matches a glob; `**` spans any depth."""
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(glob_matches(parts[i:], rest) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatchcase(parts[0], head) and glob_matches(parts[1:], rest)
+
+
+def _glob_jobs(root: Path, pattern: tuple[str, ...], skip: str | None) -> Iterator[JobSpec]:
+    max_depth = None if "**" in pattern else len(pattern)
+    stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
+    while stack:
+        folder, parts = stack.pop()
+        try:
+            folders, files = _listing(folder)
+        except OSError as error:
+            yield _unreadable(folder, root, error)
+            continue
+        found: list[tuple[str, JobSpec | tuple[str, tuple[str, ...]]]] = []
+        for entry in folders:
+            if entry.path == skip:
+                continue
+            sub = (*parts, entry.name)
+            if glob_matches(sub, pattern):
+                found.append((entry.name, _folder_job(entry.path, root)))
+            elif max_depth is None or len(sub) < max_depth:
+                found.append((entry.name, (entry.path, sub)))
+        found.extend(
+            (entry.name, _file_job(Path(entry.path), entry.name, root))
+            for entry in files
+            if glob_matches((*parts, entry.name), pattern)
+        )
+        found.sort(key=lambda item: item[0])
+        descend: list[tuple[str, tuple[str, ...]]] = []
+        for _name, item in found:
+            if isinstance(item, JobSpec):
+                yield item
+            else:
+                descend.append(item)
+        stack.extend(reversed(descend))
+
+
+def _folder_job(folder: str, root: Path) -> JobSpec:
+    """A folder matched by --job-glob: every file under it, recursively."""
+    inputs: list[str] = []
+    files: list[FileStat] = []
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            folders, entries = _listing(current)
+        except OSError as error:
+            return _unreadable(current, root, error)
+        for entry in entries:
+            item = _stat(entry, os.path.relpath(entry.path, folder).replace(os.sep, "/"))
+            if item is not None:
+                inputs.append(entry.path)
+                files.append(item)
+        stack.extend(e.path for e in reversed(folders))
+    if not files:
+        return JobSpec(_rel(folder, root), "unreadable", (), (), "folder holds no files")
+    return JobSpec(rel=_rel(folder, root), kind="folder", inputs=tuple(inputs), files=tuple(files))

@@ -1,0 +1,106 @@
+"""Writing the per-job table with polars: jobs.parquet, and jobs.jsonl / jobs.csv on request.
+
+polars is imported here only (it costs ~0.2 s at start-up), and this module is imported only
+by the scan command: `crashlens analyze` never loads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crashlens.batch.row import COLUMNS, JobRow
+
+if TYPE_CHECKING:
+    import polars as pl
+
+TABLE_FORMATS = ("parquet", "jsonl", "csv")
+_TIME_COLUMNS = ("first_failure_at", "job_mtime")
+_LIST_COLUMNS = ("rules", "hosts", "gpus", "hardware_hosts", "skipped")
+
+
+def _schema() -> dict[str, Any]:
+    import polars as pl
+
+    text = pl.Utf8
+    return {
+        "job": text,
+        "verdict": text,
+        "confidence": pl.Float64,
+        "fingerprint": text,
+        "signature": text,
+        "summary": text,
+        "evidence": text,
+        "rules": pl.List(text),
+        "hosts": pl.List(text),
+        "gpus": pl.List(text),
+        "hardware_hosts": pl.List(text),
+        "gpu_details": pl.List(
+            pl.Struct(dict.fromkeys(("label", "host", "pci", "uuid", "serial"), text))
+        ),
+        "first_failure_at": pl.Float64,
+        "job_mtime": pl.Float64,
+        "files": pl.Int64,
+        "bytes": pl.Int64,
+        "skipped": pl.List(text),
+        "reason": text,
+        "seconds": pl.Float64,
+    }
+
+
+def frame(rows: Sequence[JobRow]) -> pl.DataFrame:
+    """The rows as a polars DataFrame, sorted by job, times as UTC datetimes."""
+    import polars as pl
+
+    schema = _schema()
+    assert tuple(schema) == COLUMNS, "output schema and JobRow fields disagree"
+    data = pl.DataFrame([row.to_dict() for row in rows], schema=schema, orient="row")
+    if not rows:
+        data = pl.DataFrame(schema=schema)
+    return data.sort("job").with_columns(
+        [
+            pl.from_epoch((pl.col(name) * 1_000_000).round(0).cast(pl.Int64), time_unit="us")
+            .dt.replace_time_zone("UTC")
+            .alias(name)
+            for name in _TIME_COLUMNS
+        ]
+    )
+
+
+def write_table(rows: Sequence[JobRow], folder: Path, formats: Sequence[str]) -> list[Path]:
+    """Write `jobs.<format>` for each format into `folder`; return the paths written."""
+    import polars as pl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    data = frame(rows)
+    written = []
+    for name in formats:
+        path = folder / f"jobs.{name}"
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        if name == "parquet":
+            data.write_parquet(temporary)
+        elif name == "jsonl":
+            data.write_ndjson(temporary)
+        elif name == "csv":
+            flat = data.with_columns(
+                [pl.col(c).list.join(";").alias(c) for c in _LIST_COLUMNS]
+                + [
+                    pl.col("gpu_details")
+                    .map_elements(_json_list, return_dtype=pl.Utf8)
+                    .alias("gpu_details")
+                ]
+            )
+            flat.write_csv(temporary)
+        else:
+            raise ValueError(f"unknown table format {name!r}")
+        os.replace(temporary, path)
+        written.append(path)
+    return written
+
+
+def _json_list(value: Any) -> str:
+    items = value.to_list() if hasattr(value, "to_list") else list(value or [])
+    return json.dumps(items, ensure_ascii=False)

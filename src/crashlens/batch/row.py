@@ -1,0 +1,69 @@
+"""One row of `jobs.parquet`: the result of analyzing one job, as plain JSON-ready data."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass(slots=True)
+class JobRow:
+    """What the scan records for one job (the columns of jobs.parquet, in order)."""
+
+    job: str
+    """The job's path relative to the scanned root (`/` separators)."""
+    verdict: str | None = None
+    """As in the JSON report: a category, `unknown` or `none`; null when `reason` is set."""
+    confidence: float | None = None
+    """Confidence of the top cause; null for `none` and unreadable jobs."""
+    fingerprint: str | None = None
+    """`fp<version>-<hash>`: equal for the same failure in different jobs; null when healthy."""
+    signature: str | None = None
+    """The normalized lead line the fingerprint hashes (what the group looks like)."""
+    summary: str | None = None
+    """The top cause's one-line summary."""
+    evidence: str | None = None
+    """The lead evidence line: `path:line: text`, path relative to the root."""
+    rules: list[str] = field(default_factory=list)
+    """Rule ids cited by the top cause."""
+    hosts: list[str] = field(default_factory=list)
+    """Hosts implicated: in the top cause's evidence, the first failure or a hardware fault."""
+    gpus: list[str] = field(default_factory=list)
+    """GPUs implicated in hardware faults, as `host/PCI bus id`, UUID or `serial:N`."""
+    hardware_hosts: list[str] = field(default_factory=list)
+    """Hosts implicated in hardware faults (what the drain list counts)."""
+    gpu_details: list[dict[str, str | None]] = field(default_factory=list)
+    """Each implicated GPU with every id seen for it: label, host, pci, uuid, serial."""
+    first_failure_at: float | None = None
+    """Epoch seconds (UTC) of the first failure line, when the logs carry wall-clock time."""
+    job_mtime: float | None = None
+    """Epoch seconds of the newest file of the job."""
+    files: int = 0
+    bytes: int = 0
+    skipped: list[str] = field(default_factory=list)
+    """`path: reason` for inputs of the job that could not be read."""
+    reason: str | None = None
+    """Why the job could not be analyzed at all, else null."""
+    seconds: float = 0.0
+    """Time the analysis of this job took."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobRow:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @property
+    def failed(self) -> bool:
+        """Analyzed, and a failure was seen (a cause or `unknown`)."""
+        return self.reason is None and self.verdict not in (None, "none")
+
+    @property
+    def seen_at(self) -> float | None:
+        """When the failure happened: the first failure line, else the job's newest file."""
+        return self.first_failure_at if self.first_failure_at is not None else self.job_mtime
+
+
+COLUMNS = tuple(f.name for f in fields(JobRow))

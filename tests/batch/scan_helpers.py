@@ -1,0 +1,114 @@
+"""Small generated job folders for the `crashlens scan` tests (real log formats, tiny sizes)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+NOISE = (
+    "[rank{r}]:{{'loss': 1.2345, 'grad_norm': 0.41, 'learning_rate': 1.2e-05, 'epoch': 0.{r}}}\n"
+    "[rank{r}]: 12%|█▍        | 120/1000 [01:02<07:31,  1.95it/s]\n"
+    "[rank{r}]:[2024-03-05 10:0{r}:00,000] [INFO] [logging.py:96:log_dist] step=120, skipped=0\n"
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def elastic_summary(rank: int, pid: int, host: str, exitcode: int = 1) -> str:
+    return (
+        f"E0305 10:15:00.620000 2606 torch/distributed/elastic/multiprocessing/api.py:869] "
+        f"failed (exitcode: {exitcode}) local_rank: {rank} (pid: {pid}) of binary: "
+        "/usr/bin/python3\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "============================================================\n"
+        "train.py FAILED\n"
+        "------------------------------------------------------------\n"
+        "Failures:\n"
+        "  <NO_OTHER_FAILURES>\n"
+        "------------------------------------------------------------\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n"
+        "  time      : 2024-03-05_10:15:00\n"
+        f"  host      : {host}\n"
+        f"  rank      : {rank} (local_rank: {rank})\n"
+        f"  exitcode  : {exitcode} (pid: {pid})\n"
+        "  error_file: <N/A>\n"
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+        "============================================================\n"
+    )
+
+
+def oom_job(folder: Path, rank: int = 3, pid: int = 2610, size: str = "2.00 GiB") -> Path:
+    """A CUDA out-of-memory failure on one rank."""
+    text = NOISE.format(r=rank) + (
+        f"[rank{rank}]:Traceback (most recent call last):\n"
+        f'[rank{rank}]:  File "/workspace/{folder.name}/train.py", line 412, in <module>\n'
+        f"[rank{rank}]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {size}. "
+        f"GPU {rank} has a total capacity of 79.15 GiB of which 1.06 GiB is free. Process {pid} "
+        "has 78.02 GiB memory in use.\n"
+    )
+    write(folder / "launcher.log", text + elastic_summary(rank, pid, f"node-{rank:02d}"))
+    return folder
+
+
+def enospc_job(folder: Path, checkpoint: str = "/mnt/ckpt/run-1/checkpoint-400") -> Path:
+    """A checkpoint write that fails on a full disk."""
+    text = NOISE.format(r=0) + (
+        "[rank0]:Traceback (most recent call last):\n"
+        f"[rank0]:OSError: [Errno 28] No space left on device: '{checkpoint}/optimizer.pt'\n"
+    )
+    write(folder / "launcher.log", text + elastic_summary(0, 4242, "node-07"))
+    return folder
+
+
+def xid_job(
+    folder: Path,
+    host: str,
+    pci: str = "0000:18:00",
+    xid: int = 79,
+    uuid: str = "GPU-6a1b2c3d-1111-2222-3333-444455556666",
+) -> Path:
+    """A GPU that fell off the bus (or another Xid) on `host`, seen in its kernel log."""
+    message = {
+        79: "GPU has fallen off the bus.",
+        48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer.",
+    }[xid]
+    write(
+        folder / "kern.log",
+        f"Mar  5 10:14:58 {host} kernel: [ 1234.567890] NVRM: GPU at PCI:{pci}: {uuid}\n"
+        f"Mar  5 10:14:59 {host} kernel: [ 1234.600000] NVRM: Xid (PCI:{pci}): {xid}, "
+        f"pid='<unknown>', name=<unknown>, {message}\n",
+    )
+    write(
+        folder / "launcher.log",
+        NOISE.format(r=2)
+        + "[rank2]:RuntimeError: CUDA error: unspecified launch failure\n"
+        + elastic_summary(2, 777, host, exitcode=-6),
+    )
+    return folder
+
+
+def healthy_job(folder: Path) -> Path:
+    write(
+        folder / "launcher.log",
+        NOISE.format(r=0) * 3
+        + "{'train_runtime': 3600.1, 'train_samples_per_second': 12.3, 'train_loss': 0.91}\n",
+    )
+    return folder
+
+
+def tar_job(path: Path, files: dict[str, str]) -> Path:
+    """A job packed as one .tar.gz."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path

@@ -1,0 +1,114 @@
+"""Job discovery for `crashlens scan`: the default rule, --job-glob, archives, odd entries."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from scan_helpers import healthy_job, tar_job, write
+
+from crashlens.batch.jobs import discover_jobs, glob_matches
+
+
+def _jobs(root: Path, glob: str | None = None, exclude: Path | None = None) -> dict[str, str]:
+    return {job.rel: job.kind for job in discover_jobs(root, glob, exclude)}
+
+
+def test_each_folder_that_directly_holds_files_is_a_job(tmp_path: Path) -> None:
+    healthy_job(tmp_path / "2024-03" / "job-1")
+    healthy_job(tmp_path / "2024-03" / "job-2")
+    write(tmp_path / "2024-03" / "job-2" / "ranks" / "rank0.log", "hello\n")
+    tar_job(tmp_path / "2024-04" / "job-3.tar.gz", {"launcher.log": "x\n"})
+    write(tmp_path / ".hidden" / "job-9" / "launcher.log", "x\n")
+    write(tmp_path / "job-4" / ".launcher.log.swp", "x\n")
+    assert _jobs(tmp_path) == {
+        "2024-03/job-1": "folder",
+        "2024-03/job-2": "folder",
+        "2024-03/job-2/ranks": "folder",
+        "2024-04/job-3.tar.gz": "archive",
+    }
+
+
+def test_a_folder_job_holds_its_direct_files_and_stats(tmp_path: Path) -> None:
+    job = healthy_job(tmp_path / "job-1")
+    write(job / "dmesg.txt.gz", "not really gzip\n")
+    (spec,) = discover_jobs(tmp_path)
+    assert [Path(p).name for p in spec.inputs] == ["dmesg.txt.gz", "launcher.log"]
+    assert spec.size == sum((job / f.name).stat().st_size for f in spec.files)
+    assert spec.mtime_ns == max((job / f.name).stat().st_mtime_ns for f in spec.files)
+
+
+def test_archives_next_to_logs_are_jobs_of_their_own(tmp_path: Path) -> None:
+    healthy_job(tmp_path / "batch")
+    tar_job(tmp_path / "batch" / "job-7.tgz", {"a.log": "x\n"})
+    write(tmp_path / "batch" / "job-8.zip", "PK")
+    assert _jobs(tmp_path) == {
+        "batch": "folder",
+        "batch/job-7.tgz": "archive",
+        "batch/job-8.zip": "archive",
+    }
+    spec = next(s for s in discover_jobs(tmp_path) if s.rel == "batch")
+    assert [Path(p).name for p in spec.inputs] == ["launcher.log"]
+
+
+def test_the_output_folder_is_never_a_job(tmp_path: Path) -> None:
+    healthy_job(tmp_path / "job-1")
+    write(tmp_path / "scan-out" / "summary.json", "{}\n")
+    assert _jobs(tmp_path, exclude=tmp_path / "scan-out") == {"job-1": "folder"}
+
+
+def test_job_glob_takes_whole_subtrees(tmp_path: Path) -> None:
+    healthy_job(tmp_path / "cluster-a" / "job-1")
+    write(tmp_path / "cluster-a" / "job-1" / "node-0" / "dmesg.txt", "x\n")
+    healthy_job(tmp_path / "cluster-a" / "job-2")
+    tar_job(tmp_path / "cluster-b" / "job-3.tar.gz", {"launcher.log": "x\n"})
+    write(tmp_path / "cluster-b" / "README", "not a job\n")
+    jobs = _jobs(tmp_path, "*/job-*")
+    assert jobs == {
+        "cluster-a/job-1": "folder",
+        "cluster-a/job-2": "folder",
+        "cluster-b/job-3.tar.gz": "archive",
+    }
+    spec = next(s for s in discover_jobs(tmp_path, "*/job-*") if s.rel == "cluster-a/job-1")
+    assert sorted(f.name for f in spec.files) == ["launcher.log", "node-0/dmesg.txt"]
+
+
+def test_job_glob_double_star_matches_any_depth(tmp_path: Path) -> None:
+    healthy_job(tmp_path / "a" / "b" / "c" / "job-1")
+    healthy_job(tmp_path / "job-2")
+    assert set(_jobs(tmp_path, "**/job-*")) == {"a/b/c/job-1", "job-2"}
+    assert glob_matches(("a", "b", "job-1"), ("**", "job-*"))
+    assert not glob_matches(("a", "b"), ("*",))
+
+
+def test_a_single_archive_as_root_is_one_job(tmp_path: Path) -> None:
+    archive = tar_job(tmp_path / "job-1.tar.gz", {"launcher.log": "x\n"})
+    (spec,) = discover_jobs(archive)
+    assert (spec.rel, spec.kind) == ("job-1.tar.gz", "archive")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder")
+def test_an_unlistable_folder_is_a_job_with_a_reason(tmp_path: Path) -> None:
+    healthy_job(tmp_path / "job-1")
+    locked = tmp_path / "job-2"
+    healthy_job(locked)
+    locked.chmod(0)
+    try:
+        specs = {s.rel: s for s in discover_jobs(tmp_path)}
+    finally:
+        locked.chmod(0o755)
+    assert specs["job-2"].kind == "unreadable"
+    assert "cannot be listed" in (specs["job-2"].reason or "")
+
+
+def test_signature_changes_with_size_or_mtime(tmp_path: Path) -> None:
+    job = healthy_job(tmp_path / "job-1")
+    (before,) = discover_jobs(tmp_path)
+    (same,) = discover_jobs(tmp_path)
+    assert before.signature == same.signature
+    log = job / "launcher.log"
+    stat = log.stat()
+    os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    (after,) = discover_jobs(tmp_path)
+    assert after.signature != before.signature
