@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from crashlens import __version__
+from crashlens.classify import Model, shipped_model
 from crashlens.decide import Candidate, Decision, WeighedHit, decide
 from crashlens.engine import analyze_source
 from crashlens.inputs.discover import Source, iter_inputs
@@ -25,6 +26,7 @@ from crashlens.model import (
     InputStatus,
     Report,
 )
+from crashlens.rank import rerank
 from crashlens.remedy import GENERIC_CHECKS, actions, base_context, hit_context, summary
 from crashlens.rules import Rule, Step, shipped_rules
 
@@ -42,6 +44,8 @@ class AnalyzeOptions:
     """(path, kind) pairs: `--kind` overrides detection for these inputs."""
     backend: str = "auto"
     """Scan backend: auto, hyperscan or python."""
+    use_model: bool = True
+    """Re-weigh the rules' decision with the shipped classifier (when the package has one)."""
 
 
 def analyze(
@@ -52,7 +56,9 @@ def analyze(
 ) -> Report:
     """Analyze every input under `paths` and decide the cause of the failure."""
     library = rules if rules is not None else shipped_rules()
-    return build_report(analyze_inputs(paths, options, library, stdin), library)
+    use_model = options.use_model if options is not None else True
+    model = shipped_model() if use_model else None
+    return build_report(analyze_inputs(paths, options, library, stdin), library, model)
 
 
 def analyze_inputs(
@@ -81,9 +87,13 @@ def _analyze_one(
     return analyze_source(source, rules, kind, backend)
 
 
-def build_report(analyses: Sequence[InputAnalysis], rules: tuple[Rule, ...]) -> Report:
-    """Decide across inputs and turn the decision into a report."""
+def build_report(
+    analyses: Sequence[InputAnalysis], rules: tuple[Rule, ...], model: Model | None = None
+) -> Report:
+    """Decide across inputs (rules, then the classifier if given) and build the report."""
     decision = decide(analyses, rules)
+    if model is not None:
+        decision = rerank(analyses, decision, model)
     facts = [item for analysis in analyses for item in analysis.facts]
     by_id = {rule.id: rule for rule in rules}
     causes = tuple(_cause(c, by_id, facts) for c in decision.candidates)
@@ -172,7 +182,13 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
     generic = [Step(a.text, a.command) for a in GENERIC_CHECKS.get(candidate.category, ())]
     remediation = actions(steps, ctx)
     next_checks = actions([*checks, *generic], ctx, limit=5)
-    text = summary(lead_rule, ctx) if lead_rule else f"{candidate.category.value} suspected"
+    name = candidate.category.value
+    text = (
+        summary(lead_rule, ctx)
+        if lead_rule
+        else f"No {name} rule matched, but the wording of the matched lines is typical of "
+        f"{name} failures in the labelled corpus; confirm with the checks below."
+    )
     evidence = tuple(_evidence(item.hit, item.note) for item in chosen)
     return Cause(
         category=candidate.category,

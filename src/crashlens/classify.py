@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -45,6 +46,13 @@ class Model:
         exps = [math.exp(v - top) for v in scaled]
         total = sum(exps)
         return {c: e / total for c, e in zip(self.classes, exps, strict=True)}
+
+    def support(self, names: Iterable[str], label: str) -> float:
+        """How much the features `names` push towards `label` (sum of their weights)."""
+        if label not in self.classes:
+            return 0.0
+        index = self.classes.index(label)
+        return sum(self.weights[name][index] for name in names if name in self.weights)
 
     def to_json(self) -> str:
         """The model as JSON text (stable key order, rounded weights)."""
@@ -86,3 +94,63 @@ def shipped_model() -> Model | None:
     if not path.is_file():
         return None
     return model_from_json(path.read_text(encoding="utf-8"))
+
+
+EVIDENCE_FLOOR = 0.4
+"""The rules' own score a category needs before it can be the verdict: the classifier may
+reorder and sharpen, but a cause backed only by weak signs (a bare exit -9) stays `unknown`."""
+
+RULE_FLOOR = 0.15
+"""What a category the rules did not support still gets in the product (so the model can
+overrule weak rules but never conjure a cause out of nothing)."""
+
+
+def combine(
+    rule_scores: dict[str, float], rules_say_none: bool, probabilities: dict[str, float]
+) -> dict[str, float]:
+    """Product of experts: the model's probability times the rules' support, renormalized.
+
+    `rule_scores` are the decision's per-category scores in [0, 1]; `none` is supported by the
+    rules when they found no failure.
+    """
+    support = {c: RULE_FLOOR + rule_scores.get(c, 0.0) for c in probabilities}
+    if "none" in support:
+        support["none"] = RULE_FLOOR + (1.0 - RULE_FLOOR if rules_say_none else 0.0)
+    product = {c: probabilities[c] * support[c] for c in probabilities}
+    total = sum(product.values()) or 1.0
+    return {c: value / total for c, value in product.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The combined answer: a label or `unknown`, and every label's confidence."""
+
+    verdict: str
+    ranking: tuple[str, ...]
+    """Labels that can be reported, most likely first: rule-supported categories and `none`."""
+    confidences: dict[str, float]
+
+
+def final_verdict(
+    rule_scores: dict[str, float],
+    rules_say_none: bool,
+    failure_seen: bool,
+    probabilities: dict[str, float],
+    threshold: float,
+    evidence_floor: float = EVIDENCE_FLOOR,
+) -> Verdict:
+    """Combine rules and model, and decide.
+
+    A category may win without a rule of its own when the matched lines' wording points to it
+    (the classifier's job: wording no rule has seen); the report then cites the lines that
+    carried that weight. `none` stands below the threshold only when nothing failed.
+    """
+    combined = combine(rule_scores, rules_say_none, probabilities)
+    ranking = tuple(sorted(combined, key=lambda c: (-combined[c], c)))
+    top = ranking[0]
+    confidence = combined[top]
+    if top == "none":
+        sure = confidence >= threshold or not failure_seen
+    else:
+        sure = confidence >= threshold and rule_scores.get(top, 0.0) >= evidence_floor
+    return Verdict(top if sure else "unknown", ranking, combined)

@@ -125,7 +125,7 @@ def line_hits(rule: Rule, line: Line, captures: dict[str, str]) -> Hit:
         weight=rule.weight,
         path=line.path,
         lineno=line.lineno,
-        text=_shorten(shown.strip()),
+        text=_shorten(shown.strip(), rule.match_start(shown.strip())),
         captures=tuple(sorted(captures.items())),
         rank=line.rank,
         host=line.host,

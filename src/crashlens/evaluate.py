@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crashlens.analyze import analyze_inputs
-from crashlens.classify import Model
+from crashlens.classify import Model, final_verdict
 from crashlens.corpus import LABELS, Case
 from crashlens.decide import VERDICT_THRESHOLD, Decision, decide
 from crashlens.features import features
@@ -48,6 +48,8 @@ class Prepared:
     rules: Prediction
     text: str
     exit_bucket: str | None
+    rule_scores: dict[str, float]
+    rules_say_none: bool
 
 
 def rules_prediction(decision: Decision) -> Prediction:
@@ -58,15 +60,6 @@ def rules_prediction(decision: Decision) -> Prediction:
         return Prediction("none", ("none", *ranking), 1.0 - strongest)
     confidence = decision.candidates[0].confidence if decision.candidates else 0.0
     return Prediction(decision.verdict, (*ranking, "none"), confidence)
-
-
-def model_prediction(probabilities: dict[str, float]) -> Prediction:
-    """What the classifier answers: its top class, or `unknown` below the threshold."""
-    ranking = tuple(sorted(probabilities, key=lambda c: (-probabilities[c], c)))
-    top = ranking[0]
-    confidence = probabilities[top]
-    verdict = top if confidence >= VERDICT_THRESHOLD else "unknown"
-    return Prediction(verdict, ranking, confidence)
 
 
 def _exit_bucket(facts: Sequence[Fact]) -> str | None:
@@ -99,6 +92,8 @@ def prepare(case: Case, rules: tuple[Rule, ...]) -> Prepared:
         rules=rules_prediction(decision),
         text=_read_text(case.logs),
         exit_bucket=_exit_bucket(facts),
+        rule_scores={c.category.value: c.score for c in decision.candidates},
+        rules_say_none=decision.verdict == "none",
     )
 
 
@@ -258,8 +253,16 @@ def cross_validate(prepared: Sequence[Prepared]) -> dict[str, list[Prediction]]:
         by_exit = _exit_table(train)
         for index in fold:
             item = prepared[index]
-            results["rules+classifier"][index] = model_prediction(
-                model.probabilities(item.features)
+            answer = final_verdict(
+                item.rule_scores,
+                item.rules_say_none,
+                "failure_seen" in item.features,
+                model.probabilities(item.features),
+                VERDICT_THRESHOLD,
+            )
+            top = answer.ranking[0] if answer.ranking else "none"
+            results["rules+classifier"][index] = Prediction(
+                answer.verdict, answer.ranking, answer.confidences.get(top, 0.0)
             )
             results["exit-code-only"][index] = by_exit(item.exit_bucket)
     return {name: [p for p in preds if p is not None] for name, preds in results.items()}

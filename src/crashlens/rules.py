@@ -154,6 +154,15 @@ class Rule:
             return {k: v for k, v in found.groupdict().items() if v is not None}
         return None
 
+    def match_start(self, line: str) -> int:
+        """Where this rule's first pattern match begins in `line` (0 when none does)."""
+        compiled, _ = _compiled(self)
+        for pattern in compiled:
+            found = pattern.search(line)
+            if found is not None:
+                return found.start()
+        return 0
+
     def match_fact(self, fact: Fact) -> bool:
         """Whether this rule's fact conditions accept one fact."""
         return any(condition.holds(fact) for condition in self.facts)

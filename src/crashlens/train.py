@@ -20,7 +20,7 @@ REGULARIZATION = 0.5
 """Inverse L2 strength: the corpus is small, so weights are kept modest."""
 MIN_TOKEN_CASES = 2
 """A word must occur in this many training cases to become a feature."""
-TEMPERATURES = tuple(round(0.5 + 0.05 * i, 2) for i in range(51))
+TEMPERATURES = tuple(round(0.2 + 0.05 * i, 2) for i in range(57))
 
 
 def rules_digest(directory: Path | None = None) -> str:

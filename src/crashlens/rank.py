@@ -1,0 +1,78 @@
+"""The final ranking: the rules' decision, re-weighed by the classifier when one is shipped.
+
+The rules decide which lines matter and how a cascade unfolds (decide.py); the classifier,
+trained on the labelled corpus, knows how often each combination of evidence and wording
+really meant each cause. Their product (classify.combine) gives the confidences. A category
+the classifier favours without a rule of its own cites the matched lines whose wording
+carried that weight, so every cause still points at lines in the inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from crashlens.classify import Model, final_verdict
+from crashlens.decide import MIN_REPORTED, VERDICT_THRESHOLD, Candidate, Decision, WeighedHit
+from crashlens.features import features, words
+from crashlens.model import Category, InputAnalysis
+
+EXPLAINING_LINES = 3
+"""Lines cited for a category that only the classifier supports."""
+
+
+def rerank(analyses: Sequence[InputAnalysis], decision: Decision, model: Model) -> Decision:
+    """The decision with the classifier's confidences, order and verdict."""
+    answer = final_verdict(
+        {c.category.value: c.score for c in decision.candidates},
+        decision.verdict == "none",
+        decision.failure_seen,
+        model.probabilities(features(analyses, decision)),
+        VERDICT_THRESHOLD,
+    )
+    if answer.verdict == "none":
+        return replace(decision, verdict="none", candidates=())
+    by_category = {c.category.value: c for c in decision.candidates}
+    ranked: list[Candidate] = []
+    for label in answer.ranking:
+        confidence = answer.confidences[label]
+        existing = by_category.get(label)
+        demoted = existing is not None and existing.demoted_because is not None
+        if label == "none" or (confidence < MIN_REPORTED and not demoted):
+            continue
+        if existing is not None:
+            ranked.append(replace(existing, confidence=round(confidence, 3)))
+            continue
+        explained = _explaining_hits(analyses, model, Category(label))
+        if explained:
+            ranked.append(
+                Candidate(
+                    category=Category(label),
+                    score=0.0,
+                    confidence=round(confidence, 3),
+                    hits=explained,
+                    demoted_because=None,
+                )
+            )
+    verdict = answer.verdict
+    if verdict not in ("unknown", "none") and (not ranked or ranked[0].category.value != verdict):
+        verdict = "unknown"  # the winner has nothing to cite: say so rather than guess
+    return replace(decision, verdict=verdict, candidates=tuple(ranked))
+
+
+def _explaining_hits(
+    analyses: Sequence[InputAnalysis], model: Model, category: Category
+) -> tuple[WeighedHit, ...]:
+    scored = []
+    for analysis in analyses:
+        for hit in analysis.hits:
+            names = [f"rule:{hit.rule_id}", *(f"tok:{w}" for w in words(hit.text))]
+            support = model.support(names, category.value)
+            if support > 0:
+                scored.append((support, hit))
+    scored.sort(key=lambda item: (-item[0], item[1].path, item[1].lineno or 0))
+    note = f"the classifier reads this wording as {category.value}"
+    return tuple(
+        WeighedHit(hit=hit, category=category, weight=min(support, 1.0), note=note)
+        for support, hit in scored[:EXPLAINING_LINES]
+    )
