@@ -14,7 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from crashlens import __version__
-from crashlens.model import InputKind
+from crashlens.model import InputKind, Report
 from crashlens.render import Format
 
 app = typer.Typer(
@@ -87,6 +87,21 @@ def analyze(
     backend: Annotated[
         str, typer.Option(help="Scan engine: auto, hyperscan or python.", hidden=True)
     ] = "auto",
+    redact: Annotated[
+        bool | None,
+        typer.Option(
+            "--redact/--no-redact",
+            help="Replace host names, addresses, user names, ids and secrets with stable "
+            "pseudonyms (default: on for markdown and html, off otherwise).",
+        ),
+    ] = None,
+    redact_map: Annotated[
+        Path | None,
+        typer.Option(
+            "--redact-map",
+            help="Write the pseudonym -> original mapping to this file (for you only).",
+        ),
+    ] = None,
 ) -> None:
     """Analyze the files a failed run left behind and report the root cause."""
     from crashlens.analyze import AnalyzeOptions
@@ -98,18 +113,47 @@ def analyze(
     missing = [p for p in paths if p != "-" and not Path(p).exists()]
     if missing and len(missing) == len(paths):
         _fatal(f"no such file or directory: {', '.join(missing)}", EXIT_USAGE)
+    if redact is None:
+        redact = output_format in (Format.MARKDOWN, Format.HTML) or redact_map is not None
+    if redact_map is not None and not redact:
+        _fatal("--redact-map needs redaction; drop --no-redact", EXIT_USAGE)
     options = AnalyzeOptions(forced_kinds=_parse_kinds(kind or []), backend=backend)
     try:
         report = run_analysis(paths, options)
     except PatternError as error:
         _fatal(f"invalid pattern library: {error}", EXIT_BAD_PATTERNS)
-    _emit(report, output_format, output)
+    report = _prepare(report, paths, output_format, redact, redact_map)
+    _emit(report, output_format, output, redacted=redact)
     if report.inputs and all(i.status == "skipped" for i in report.inputs):
         reasons = "; ".join(f"{i.path}: {i.reason}" for i in report.inputs[:3])
         _fatal(f"nothing could be analyzed ({reasons})", EXIT_NOTHING_ANALYZED)
 
 
-def _emit(report: object, output_format: Format, output: Path | None) -> None:
+def _prepare(
+    report: Report, paths: list[str], output_format: Format, redact: bool, redact_map: Path | None
+) -> Report:
+    """Add context lines (HTML shows them), then redact: both before any rendering."""
+    if output_format is Format.HTML:
+        from crashlens.context import add_context
+
+        report = add_context(report, paths)
+    if not redact:
+        return report
+    from crashlens.redact import Redactor, redact_report, write_mapping
+
+    redactor = Redactor()
+    report = redact_report(report, redactor)
+    if redact_map is not None:
+        try:
+            write_mapping(redactor, redact_map)
+        except OSError as error:
+            _fatal(f"cannot write {redact_map}: {error.strerror or error}", EXIT_USAGE)
+    return report
+
+
+def _emit(
+    report: object, output_format: Format, output: Path | None, redacted: bool = False
+) -> None:
     from crashlens.model import Report
 
     assert isinstance(report, Report)
@@ -128,6 +172,10 @@ def _emit(report: object, output_format: Format, output: Path | None) -> None:
         from crashlens.render.json import render_json
 
         text = render_json(report)
+    elif output_format is Format.HTML:
+        from crashlens.render.html import render_html
+
+        text = render_html(report, redacted=redacted)
     else:
         from crashlens.render.markdown import render_markdown
 

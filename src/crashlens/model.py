@@ -185,6 +185,9 @@ class Evidence:
     host: str | None = None
     timestamp: float | None = None
     """Seconds (epoch, or since boot for raw dmesg): orders a timeline across files."""
+    context: tuple[tuple[int, str], ...] = ()
+    """Neighbouring lines as (line number, text), the cited line excluded. Empty unless
+    `crashlens.context.add_context` filled it (the HTML report shows them)."""
 
 
 @dataclass(frozen=True, slots=True)

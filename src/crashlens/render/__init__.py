@@ -11,3 +11,4 @@ class Format(StrEnum):
     TERMINAL = "terminal"
     JSON = "json"
     MARKDOWN = "markdown"
+    HTML = "html"
