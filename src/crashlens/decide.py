@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from crashlens.model import Category, Fact, Hit, InputAnalysis, Role
+from crashlens.model import Category, Fact, Hit, InputAnalysis, InputKind, Role
 from crashlens.rules import Rule
 
 VERDICT_THRESHOLD = 0.5
@@ -213,7 +213,8 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
         if candidate.demoted_because:
             name = candidate.category.value
             notes.append(f"The {name} symptoms are treated as {candidate.demoted_because}.")
-    first_failure = _earliest_failure(hits, first_rank, failure_rules)
+    kinds = {analysis.status.path: analysis.status.kind for analysis in analyses}
+    first_failure = _earliest_failure(hits, first_rank, failure_rules, kinds)
     if not failure_seen and not any(c.score >= VERDICT_THRESHOLD for c in candidates):
         verdict = "none"
         candidates = []
@@ -237,8 +238,20 @@ def _evidence_order(item: WeighedHit) -> tuple[int, float, str, int]:
     return (own + role_order, -item.weight, item.hit.path, item.hit.lineno or 0)
 
 
+_NARRATIVE: dict[InputKind | None, int] = {
+    InputKind.LAUNCHER: 0,
+    InputKind.TORCHELASTIC_ERROR: 1,
+    InputKind.OTHER: 2,
+    InputKind.DMESG: 3,
+}
+"""Inputs that tell the story of the run, in the order a person would read them."""
+
+
 def _earliest_failure(
-    hits: Sequence[Hit], first_rank: int | None, failure_rules: set[str]
+    hits: Sequence[Hit],
+    first_rank: int | None,
+    failure_rules: set[str],
+    kinds: dict[str, InputKind | None],
 ) -> Hit | None:
     failures = [h for h in hits if h.rule_id in failure_rules and h.role is not Role.CONTEXT]
     if not failures:
@@ -247,7 +260,14 @@ def _earliest_failure(
         on_rank = [h for h in failures if h.rank == first_rank]
         if on_rank:
             failures = on_rank
-    timed = [h for h in failures if h.timestamp is not None]
-    if timed:
-        return min(timed, key=lambda h: (h.timestamp or 0.0, h.path, h.lineno or 0))
-    return min(failures, key=lambda h: (h.path, h.lineno or 0))
+    # Timestamps are not comparable across inputs (raw dmesg counts seconds since boot, and
+    # many launcher lines carry none), so the story is read in line order: within the input
+    # whose first failure line is timed earliest, or else the first input that failed.
+    by_path: dict[str, list[Hit]] = defaultdict(list)
+    for hit in failures:
+        by_path[hit.path].append(hit)
+    firsts = [min(group, key=lambda h: h.lineno or 0) for group in by_path.values()]
+    timed = [h for h in firsts if h.timestamp is not None and h.timestamp > 1e9]
+    if len(timed) == len(firsts) and timed:
+        return min(timed, key=lambda h: (h.timestamp or 0.0, h.path))
+    return min(firsts, key=lambda h: (_NARRATIVE.get(kinds.get(h.path), 9), h.path))
