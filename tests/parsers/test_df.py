@@ -196,3 +196,17 @@ def test_sniff_rejects_a_launcher_log_mentioning_filesystem() -> None:
         + sample_text("df/df_h_dev_shm_container_default_full_REPRO.txt")
     )
     assert DF.sniff(embedded) < 0.5
+
+
+PARSERS = (DF,)
+ALL_SAMPLES = sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_any_sample_cut_anywhere_parses(name: str) -> None:
+    """Other kinds' samples (and their halves) never make this parser raise or hang."""
+    text = sample_text(name)
+    for piece in (text, text[: len(text) // 2], text[len(text) // 3 :]):
+        for parser in PARSERS:
+            assert 0.0 <= parser.sniff(piece[:65536]) <= 1.0
+            parser.parse(piece, name)

@@ -335,3 +335,31 @@ def test_compose_without_shm_size_gets_the_docker_default() -> None:
 )
 def test_docker_size(raw: object, expected: int | None) -> None:
     assert docker_size(raw) == expected
+
+
+def test_json_after_a_prompt_and_launcher_lines() -> None:
+    body = sample_text(f"docker-inspect/{OOM}")
+    text = "$ docker inspect train-llm-sft\n[rank0]: not json\n" + body + "```\n"
+    result = INSPECT.parse(text, "pasted.txt")
+    assert one(result.facts, "docker.exit_code").value == 137
+    assert one(result.facts, "docker.exit_code").lineno == 21 + 2
+    assert INSPECT.sniff(text) == 1.0
+
+
+PARSERS = (INSPECT, COMPOSE)
+ALL_SAMPLES = sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_any_sample_cut_anywhere_parses(name: str) -> None:
+    """Other kinds' samples (and their halves) never make this parser raise or hang."""
+    text = sample_text(name)
+    for piece in (text, text[: len(text) // 2], text[len(text) // 3 :]):
+        for parser in PARSERS:
+            assert 0.0 <= parser.sniff(piece[:65536]) <= 1.0
+            parser.parse(piece, name)
+
+
+def test_compose_lines_starting_with_dashes_terminate() -> None:
+    text = "------ Shared Memory Segments --------\n-x: 1\n  - a\n-\nkey: v\n"
+    assert COMPOSE.parse(text, "dashes.yml").facts == ()

@@ -101,3 +101,17 @@ def test_truncated_row_still_counts() -> None:
 
 def test_sniff_rejects_unrelated_text() -> None:
     assert IPCS.sniff("---------- step 10 ----------\nloss 0.3\n") == 0.0
+
+
+PARSERS = (IPCS,)
+ALL_SAMPLES = sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_any_sample_cut_anywhere_parses(name: str) -> None:
+    """Other kinds' samples (and their halves) never make this parser raise or hang."""
+    text = sample_text(name)
+    for piece in (text, text[: len(text) // 2], text[len(text) // 3 :]):
+        for parser in PARSERS:
+            assert 0.0 <= parser.sniff(piece[:65536]) <= 1.0
+            parser.parse(piece, name)

@@ -97,7 +97,8 @@ def _tmpfs_opt_size(options: str) -> int | None:
 # Tolerant JSON reading
 # --------------------------------------------------------------------------------------------
 
-_JSON_START_RE = re.compile(r"^[ \t]*[\[{]", re.MULTILINE)
+# `[` or `{` opening a line, followed by the end of the line, `{` or a key: not `[rank0]:`.
+_JSON_START_RE = re.compile(r"^[ \t]*(?P<open>\[[ \t]*(?:\r?$|\{)|\{[ \t]*(?:\r?$|\"))", re.M)
 # A complete string, a string cut by the end of the text, or a structural character.
 _JSON_TOKEN_RE = re.compile(
     r'(?P<str>"(?:[^"\\]|\\[\s\S])*")|(?P<cut>"(?:[^"\\]|\\[\s\S])*\Z)|[{}\[\],]'
@@ -501,7 +502,7 @@ def _containers(value: Any) -> list[tuple[int, dict[str, Any]]]:
 def _json_start(text: str) -> int | None:
     """Offset of the first line that opens a JSON value (skips a pasted `$ docker inspect`)."""
     found = _JSON_START_RE.search(text)
-    return text.index(found.group().strip()[0], found.start()) if found else None
+    return found.start("open") if found else None
 
 
 def _clean(text: str) -> str:
@@ -658,6 +659,11 @@ def _yaml_lines(text: str) -> list[_YLine]:
     return lines
 
 
+def _is_item(line: _YLine) -> bool:
+    """Whether a line is a block sequence item (`- x` or a bare `-`)."""
+    return line.content == "-" or line.content.startswith("- ")
+
+
 def _unquote(value: str) -> str:
     value = value.strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -691,16 +697,16 @@ class _YamlReader:
     def read(self) -> _YNode:
         root = _YNode({}, 1, "")
         while self.pos < len(self.lines):
+            start = self.pos
             node = self._block(self.lines[self.pos].indent, 0)
             if isinstance(node.value, dict) and isinstance(root.value, dict):
                 root.value.update(node.value)
-            elif self.pos < len(self.lines):
-                self.pos += 1  # a stray line: skip it rather than loop
+            if self.pos == start:
+                self.pos += 1  # a line no block took: skip it rather than loop
         return root
 
     def _block(self, indent: int, depth: int) -> _YNode:
-        line = self.lines[self.pos]
-        if line.content == "-" or line.content.startswith("- "):
+        if _is_item(self.lines[self.pos]):
             return self._sequence(indent, depth)
         return self._mapping(indent, depth)
 
@@ -709,8 +715,7 @@ class _YamlReader:
         if self.pos >= len(self.lines) or depth >= _MAX_YAML_DEPTH:
             return _YNode(None, lineno, raw)
         nxt = self.lines[self.pos]
-        is_item = nxt.content == "-" or nxt.content.startswith("- ")
-        if nxt.indent > parent_indent or (nxt.indent == parent_indent and is_item):
+        if nxt.indent > parent_indent or (nxt.indent == parent_indent and _is_item(nxt)):
             return self._block(nxt.indent, depth + 1)
         return _YNode(None, lineno, raw)
 
@@ -719,7 +724,7 @@ class _YamlReader:
         mapping: dict[str, _YNode] = {}
         while self.pos < len(self.lines):
             line = self.lines[self.pos]
-            if line.indent < indent or (line.indent == indent and line.content.startswith("-")):
+            if line.indent < indent or (line.indent == indent and _is_item(line)):
                 break
             self.pos += 1
             found = _YAML_KEY_RE.match(line.content) if line.indent == indent else None
@@ -743,8 +748,7 @@ class _YamlReader:
         items: list[_YNode] = []
         while self.pos < len(self.lines):
             line = self.lines[self.pos]
-            is_item = line.content == "-" or line.content.startswith("- ")
-            if line.indent != indent or not is_item:
+            if line.indent != indent or not _is_item(line):
                 if line.indent > indent:
                     self.pos += 1
                     continue
