@@ -316,3 +316,52 @@ def test_cli_writes_the_map_for_the_user_only(tmp_path: Path) -> None:
         app, ["analyze", str(JOB), "--no-redact", "--redact-map", str(tmp_path / "m")]
     )
     assert refused.exit_code == 2
+
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+
+
+def test_redacting_every_corpus_case_keeps_its_verdict(tmp_path: Path) -> None:
+    """Redacted logs must still tell the same story: same verdict, same ranked causes."""
+    cases = sorted(p for p in CORPUS.glob("*/logs") if p.is_dir())
+    if not cases:
+        pytest.skip("no corpus in this checkout")
+    changed = []
+    for index, logs in enumerate(cases):
+        redactor = Redactor()
+        files = [p for p in sorted(logs.rglob("*")) if p.is_file()]
+        texts = {}
+        for path in files:
+            try:
+                texts[path] = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                texts[path] = None
+        for text in texts.values():
+            if text:
+                redactor.text(text)
+        target = tmp_path / str(index)
+        for path, text in texts.items():
+            out = target / path.relative_to(logs)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if text is None:
+                out.write_bytes(path.read_bytes())
+            else:
+                out.write_text(redactor.text(text), encoding="utf-8")
+        before, after = analyze([str(logs)]), analyze([str(target)])
+        if before.verdict != after.verdict or [c.category for c in before.causes] != [
+            c.category for c in after.causes
+        ]:
+            changed.append(f"{logs.parent.name}: {before.verdict} -> {after.verdict}")
+    assert not changed, "\n".join(changed)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0:" * 50_000, "a-" * 50_000 + "@", "a." * 50_000, "a-" * 50_000 + ": x", "ab:cd-" * 20_000],
+)
+def test_pathological_strings_are_redacted_in_linear_time(text: str) -> None:
+    import time
+
+    start = time.perf_counter()
+    Redactor().text(text)
+    assert time.perf_counter() - start < 5.0

@@ -207,7 +207,7 @@ _TOKENS = re.compile(
 )
 _SLACK_HOOK = re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)([A-Za-z0-9/_-]+)")
 _URL_USERINFO = re.compile(
-    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/@:?#\"'<>]*)"
+    r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://)(?P<user>[^\s/@:?#\"'<>]*)"
     r"(?::(?P<pw>[^\s/@?#\"'<>]*))?@(?=[\w\[])"
 )
 _URL_QUERY = re.compile(
@@ -315,7 +315,7 @@ _SYSLOG_HOST = re.compile(
     r"(?m)^((?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)"
     rf" )({_HOST_TOKEN})(?= (?:kernel|systemd|[\w./-]+(?:\[\d+\])?):)"
 )
-_PREFIX_HOST = re.compile(r"(?m)^(\s*)([a-z][a-z0-9-]*(?:\d[a-z0-9-]*|-[a-z0-9-]+))(?=: )")
+_PREFIX_HOST = re.compile(r"(?m)^([ \t]*+)([a-z][a-z0-9-]*+)(?=: )")
 _KV_HOST = re.compile(
     r"(?i)(\b(?:host[ _-]?name|hostname|host|node[ _-]?name|nodename|master[_ -]?addr(?:ess)?|"
     r"slurmd_nodename|slurm_nodelist|slurm_job_nodelist|nodelist|batchhost|alloc_node|"
@@ -329,9 +329,7 @@ _PROSE_HOST = re.compile(
     r"\bconnecting to |\bconnection to |\bhostfile\s+|virtualMachines/|\bpdsh@)"
     rf"({_HOST_TOKEN})"
 )
-_HOST_PORT = re.compile(
-    r"(?<![\w.:/@-])\[?([A-Za-z][A-Za-z0-9-]*(?:\d[A-Za-z0-9-]*|-[A-Za-z0-9-]+))\]?(?=:\d{2,5}\b)"
-)
+_HOST_PORT = re.compile(r"(?<![\w.:/@-])\[?([A-Za-z][A-Za-z0-9-]*+)\]?(?=:\d{2,5}\b)")
 _HOSTFILE = re.compile(r"(?m)^(\s*)([A-Za-z0-9][\w.-]*)(?=\s+slots\s*=)")
 _AWS_HOST = re.compile(r"(?<![\w-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[\w.-]+)?(?![\w-])")
 _FQDN_RE = re.compile(rf"(?i)(?<![\w.@-])(?:(?<=://)|(?<!/)){_FQDN}(?![\w-]|\.\w)")
@@ -638,6 +636,8 @@ class Redactor:
             zone = match.group(1) or ""
             run = whole[: len(whole) - len(zone)].rstrip(".")
             tail = whole[len(run) :]
+            if len(run) > 256:
+                return whole  # no address is this long: a hex dump, not worth the search
             starts = [0] + [
                 i + 1
                 for i, c in enumerate(run)
@@ -706,7 +706,14 @@ class Redactor:
     def _hosts(self, text: str) -> str:
         text = _NCCL_HOST.sub(lambda m: m.group(1) + self._host(m.group(2)), text)
         text = _SYSLOG_HOST.sub(lambda m: m.group(1) + self._host(m.group(2)), text)
-        text = _PREFIX_HOST.sub(lambda m: m.group(1) + self._host(m.group(2)), text)
+        text = _PREFIX_HOST.sub(
+            lambda m: (
+                m.group(1) + self._host(m.group(2))
+                if _has_digit_or_dash(m.group(2))
+                else m.group(0)
+            ),
+            text,
+        )
         text = _KV_HOST.sub(lambda m: m.group(1) + self._host(m.group(2)), text)
         text = _PROSE_HOST.sub(
             lambda m: (
@@ -718,7 +725,12 @@ class Redactor:
         )
         text = _HOSTFILE.sub(lambda m: m.group(1) + self._host(m.group(2)), text)
         text = _HOST_PORT.sub(
-            lambda m: m.group(0).replace(m.group(1), self._host(m.group(1))), text
+            lambda m: (
+                m.group(0).replace(m.group(1), self._host(m.group(1)))
+                if _has_digit_or_dash(m.group(1))
+                else m.group(0)
+            ),
+            text,
         )
         text = _AWS_HOST.sub(lambda m: self._host(m.group(0)), text)
 
@@ -761,6 +773,10 @@ def _valid_ip(value: str) -> bool:
 
 def _ip_key(value: str) -> str:
     return str(ipaddress.ip_address(value.split("%", 1)[0]))
+
+
+def _has_digit_or_dash(token: str) -> bool:
+    return any(c.isdigit() or c == "-" for c in token[1:])
 
 
 def _looks_like_machine(label: str) -> bool:
