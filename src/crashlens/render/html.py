@@ -84,6 +84,7 @@ th{color:var(--muted);font-weight:600}
 td code{white-space:pre-wrap;word-break:break-all}
 table.events td:first-child,table.events td:nth-child(3){white-space:nowrap}
 table.events td:first-child{font-variant-numeric:tabular-nums}
+table.events td:nth-child(3) code{white-space:nowrap;word-break:normal}
 .timeline svg{width:100%;height:auto;display:block;background:var(--card);
 border:1px solid var(--line);border-radius:6px}
 .timeline .lane{fill:var(--fg);font-size:12px}
