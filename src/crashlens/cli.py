@@ -348,6 +348,77 @@ def scan(
         raise typer.Exit(code)
 
 
+@app.command()
+def collect(
+    logs: Annotated[
+        list[str] | None,
+        typer.Argument(help="Log files or folders of the failed run to copy into the bundle."),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="A folder, or a .tar.gz file, to write the bundle to."),
+    ] = Path("crashlens-collect.tar.gz"),
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact/--no-redact",
+            help="Replace host names, addresses, user names, ids and secrets with stable "
+            "pseudonyms in every file of the bundle.",
+        ),
+    ] = True,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.1, help="Seconds each command may run.")
+    ] = 20.0,
+    container: Annotated[
+        list[str] | None,
+        typer.Option("--container", help="docker/podman inspect this container (repeatable)."),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(help="The Python the job ran with, for torch/NCCL/deepspeed versions."),
+    ] = None,
+    max_log_mb: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            help="Keep the last N MiB of each log (default 20 when redacting, else 200).",
+        ),
+    ] = None,
+    redact_map: Annotated[
+        Path | None,
+        typer.Option("--redact-map", help="Write the pseudonym -> original mapping here."),
+    ] = None,
+) -> None:
+    """Gather the evidence of a failed run on this machine into a folder or .tar.gz."""
+    from crashlens.collect import CollectError, CollectOptions, summary_line
+    from crashlens.collect import collect as run_collect
+
+    if redact_map is not None and not redact:
+        _fatal("--redact-map needs redaction; drop --no-redact", EXIT_USAGE)
+    options = CollectOptions(
+        logs=tuple(logs or ()),
+        timeout=timeout,
+        redact=redact,
+        containers=tuple(container or ()),
+        python=python,
+        max_log_bytes=None if max_log_mb is None else int(max_log_mb * 1024 * 1024),
+        progress=lambda step: typer.echo(summary_line(step), err=True),
+    )
+    try:
+        bundle = run_collect(out, options)
+    except CollectError as error:
+        _fatal(f"cannot write the bundle: {error}", EXIT_USAGE)
+    if redact_map is not None and bundle.redactor is not None:
+        from crashlens.redact import write_mapping
+
+        try:
+            write_mapping(bundle.redactor, redact_map)
+        except OSError as error:
+            _fatal(f"cannot write {redact_map}: {error.strerror or error}", EXIT_USAGE)
+    shown = "redacted" if bundle.redacted else "NOT redacted"
+    typer.echo(f"wrote {bundle.path} ({shown}); read it with: crashlens analyze {bundle.path}")
+
+
 def main() -> None:
     """Entry point of the `crashlens` console script."""
     app()

@@ -30,6 +30,9 @@ MAX_NESTING = 3
 
 _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lzma")
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst")
+COLLECT_RECORD_MARKERS = (b"# crashlens collect manifest", b'{\n  "crashlens_collect":')
+"""How the files `crashlens collect` writes about its own steps begin (MANIFEST.txt,
+collect-report.json): skipped, since a step's refusal message is not evidence of the failure."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +214,9 @@ def _dispatch(
     depth: int,
 ) -> Iterator[Item]:
     """Route one byte source by its content: zip, tar, compressed stream, or a plain input."""
+    if magic.startswith(COLLECT_RECORD_MARKERS):
+        yield skipped(display, "crashlens collect's record of its own steps (not evidence)", size)
+        return
     if magic.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         yield from _nested(display, size, depth, lambda: _zip_members(display, opener, depth))
         return
