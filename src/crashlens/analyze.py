@@ -186,8 +186,8 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
     text = (
         summary(lead_rule, ctx)
         if lead_rule
-        else f"No {name} rule matched, but the wording of the matched lines is typical of "
-        f"{name} failures in the labelled corpus; confirm with the checks below."
+        else f"No {name} rule matched, but in the labelled corpus these lines usually meant "
+        f"{name}; confirm with the checks below."
     )
     evidence = tuple(_evidence(item.hit, item.note) for item in chosen)
     return Cause(

@@ -150,7 +150,9 @@ def final_verdict(
     top = ranking[0]
     confidence = combined[top]
     if top == "none":
-        sure = confidence >= threshold or not failure_seen
+        # The classifier may recognise a harmless run, but not talk away a failure the rules
+        # saw: then the honest answer is `unknown`.
+        sure = not failure_seen
     else:
         sure = confidence >= threshold and rule_scores.get(top, 0.0) >= evidence_floor
     return Verdict(top if sure else "unknown", ranking, combined)

@@ -60,7 +60,8 @@ def load_cases(root: Path) -> list[Case]:
 def corpus_digest(root: Path) -> str:
     """A hash of every file of every case: the version of the corpus a model was trained on."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name != "README.md"):
+    files = (p for p in root.glob("*/**/*") if p.is_file())
+    for path in sorted(files):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())

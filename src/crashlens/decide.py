@@ -92,6 +92,31 @@ def _first_failure_rank(facts: Sequence[Fact]) -> int | None:
     return None
 
 
+_USER_STOP_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
+_USER_STOP_SIGNALS = frozenset({"SIGINT"})
+_USER_STOP_EXITS = frozenset({-2, 130})
+STRONG_FAILURE = 0.5
+"""A failure line at least this decisive counts even when the user also stopped the run."""
+
+
+def user_stopped(facts: Sequence[Fact]) -> bool:
+    """Whether the inputs show the run being stopped on purpose (Ctrl-C, a debugger quit,
+    `scancel` by its user): its exit codes and tracebacks are then not a failure."""
+    for item in facts:
+        value = str(item.value)
+        if item.key == "python.exception" and value.startswith(_USER_STOP_EXCEPTIONS):
+            return True
+        if item.key == "launcher.signal" and value in _USER_STOP_SIGNALS:
+            return True
+        if item.key == "launcher.exit_code" and item.value in _USER_STOP_EXITS:
+            return True
+        # `scancel` prints "CANCELLED AT <time>" with no reason; the scheduler's own kills say
+        # "DUE TO TIME LIMIT / PREEMPTION / NODE FAILURE".
+        if item.key == "slurm.cancelled" and (value == "unspecified" or " by " in f" {value} "):
+            return True
+    return False
+
+
 def _failure_exit(facts: Sequence[Fact]) -> bool:
     for item in facts:
         if item.key in ("launcher.exit_code", "docker.exit_code") and item.value not in (0, "0"):
@@ -120,6 +145,10 @@ def _weigh(
         weight = hit.weight
         notes: list[str] = []
         demotion = None
+        if hit.against:
+            note = f"speaks against {hit.category.value}"
+            weighed.append(WeighedHit(hit, hit.category, weight, note))
+            continue
         if hit.role is Role.SYMPTOM:
             for alternative, _share in hit.also:
                 proven = roots.get(alternative, 0.0)
@@ -150,16 +179,20 @@ def _weigh(
 
 def _score(hits: Sequence[WeighedHit], failure_seen: bool) -> float:
     best_per_rule: dict[str, float] = {}
+    against: dict[str, float] = {}
     for item in hits:
         if item.hit.role is Role.CONTEXT and not failure_seen:
             continue
         key = item.hit.rule_id
-        best_per_rule[key] = max(best_per_rule.get(key, 0.0), item.weight)
+        table = against if item.hit.against else best_per_rule
+        table[key] = max(table.get(key, 0.0), item.weight)
     score = noisy_or(best_per_rule.values())
-    own_failure = any(
-        item.hit.role is not Role.CONTEXT and item.hit.category is item.category for item in hits
-    )
-    return score if own_failure else min(score, CONTEXT_ONLY_CAP)
+    for weight in against.values():
+        score *= 1.0 - weight
+    # A failure line for this category: its own, or an ambiguous symptom that names it as an
+    # alternative (a Bus error for filesystem), so disk evidence can explain a Bus error.
+    failure_line = any(item.hit.role is not Role.CONTEXT for item in hits)
+    return score if failure_line else min(score, CONTEXT_ONLY_CAP)
 
 
 SHARPNESS = 3.0
@@ -179,7 +212,14 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     hits = [hit for analysis in analyses for hit in analysis.hits]
     facts = [item for analysis in analyses for item in analysis.facts]
     first_rank = _first_failure_rank(facts)
-    failure_seen = any(hit.rule_id in failure_rules for hit in hits) or _failure_exit(facts)
+    strong = any(
+        hit.rule_id in failure_rules
+        and hit.weight >= STRONG_FAILURE
+        and hit.rule_id not in knock_on
+        for hit in hits
+    )
+    weak = any(hit.rule_id in failure_rules for hit in hits) or _failure_exit(facts)
+    failure_seen = strong or (weak and not user_stopped(facts))
     weighed, demoted = _weigh(hits, knock_on, first_rank)
     by_category: dict[Category, list[WeighedHit]] = defaultdict(list)
     for item in weighed:

@@ -131,6 +131,7 @@ def line_hits(rule: Rule, line: Line, captures: dict[str, str]) -> Hit:
         host=line.host,
         timestamp=line.timestamp,
         also=rule.also,
+        against=rule.against,
     )
 
 
@@ -152,6 +153,7 @@ def fact_hit(rule: Rule, fact: Fact) -> Hit:
         rank=rank if isinstance(rank, int) else None,
         host=str(host) if host is not None else None,
         also=rule.also,
+        against=rule.against,
     )
 
 

@@ -152,6 +152,8 @@ class Hit:
     timestamp: float | None = None
     also: tuple[tuple[Category, float], ...] = ()
     """Weaker support this same hit gives to other categories (a Bus error -> hardware)."""
+    against: bool = False
+    """Counter-evidence: the hit lowers `category` by `weight` instead of supporting it."""
 
     def capture(self, name: str) -> str | None:
         """Return one named capture group, or None."""

@@ -3,8 +3,8 @@
 The rules decide which lines matter and how a cascade unfolds (decide.py); the classifier,
 trained on the labelled corpus, knows how often each combination of evidence and wording
 really meant each cause. Their product (classify.combine) gives the confidences. A category
-the classifier favours without a rule of its own cites the matched lines whose wording
-carried that weight, so every cause still points at lines in the inputs.
+the classifier favours without a rule of its own cites the matched lines whose rules carried
+that weight, so every cause still points at lines in the inputs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from crashlens.classify import Model, final_verdict
 from crashlens.decide import MIN_REPORTED, VERDICT_THRESHOLD, Candidate, Decision, WeighedHit
-from crashlens.features import features, words
+from crashlens.features import features
 from crashlens.model import Category, InputAnalysis
 
 EXPLAINING_LINES = 3
@@ -66,12 +66,11 @@ def _explaining_hits(
     scored = []
     for analysis in analyses:
         for hit in analysis.hits:
-            names = [f"rule:{hit.rule_id}", *(f"tok:{w}" for w in words(hit.text))]
-            support = model.support(names, category.value)
+            support = model.support([f"rule:{hit.rule_id}"], category.value)
             if support > 0:
                 scored.append((support, hit))
     scored.sort(key=lambda item: (-item[0], item[1].path, item[1].lineno or 0))
-    note = f"the classifier reads this wording as {category.value}"
+    note = f"in the labelled corpus, this line usually meant {category.value}"
     return tuple(
         WeighedHit(hit=hit, category=category, weight=min(support, 1.0), note=note)
         for support, hit in scored[:EXPLAINING_LINES]

@@ -123,6 +123,9 @@ class Rule:
     also: tuple[tuple[Category, float], ...]
     knock_on: bool
     """A symptom that is usually the consequence of another failure (watchdog, SIGTERM)."""
+    against: bool
+    """Counter-evidence: a hit lowers its category's score by its weight (a roomy /dev/shm
+    speaks against shm) instead of supporting it. Only context rules can be `against`."""
     failure: bool
     """Whether a hit shows that something failed (context rules do not)."""
     remediation: tuple[Step, ...]
@@ -302,6 +305,13 @@ def _qualifiers(table: object, path: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(table.items()))
 
 
+def _against(data: dict[str, Any], role: Role, path: str) -> bool:
+    against = bool(data.get("against", False))
+    if against and role is not Role.CONTEXT:
+        raise PatternError(path, "`against = true` needs role = 'context'")
+    return against
+
+
 def parse_rule(data: dict[str, Any], path: str, folder: str | None = None) -> Rule:
     """Validate one rule's TOML table; `folder` is its category folder when loaded from disk."""
     rule_id = _require(data, "id", str, path)
@@ -366,6 +376,7 @@ def parse_rule(data: dict[str, Any], path: str, folder: str | None = None) -> Ru
         ignore_case=ignore_case,
         also=tuple(also),
         knock_on=bool(data.get("knock_on", False)),
+        against=_against(data, role, path),
         failure=bool(data.get("failure", role is not Role.CONTEXT)),
         remediation=_steps(remediation, "steps", path),
         next_checks=_steps(remediation, "next_checks", path),

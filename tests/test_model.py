@@ -1,0 +1,65 @@
+"""The shipped classifier: fresh with respect to the corpus and rules, safe and fast to load."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from crashlens.classify import model_from_json, shipped_model, shipped_model_path
+from crashlens.corpus import corpus_digest
+from crashlens.train import rules_digest
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+
+
+def test_shipped_model_is_fresh() -> None:
+    model = shipped_model()
+    assert model is not None, "no shipped model: run `crashlens train corpus/`"
+    assert model.corpus_digest == corpus_digest(CORPUS), (
+        "the corpus changed since the model was trained: run `crashlens train corpus/`"
+    )
+    assert model.rules_digest == rules_digest(), (
+        "the rule library changed since the model was trained: run `crashlens train corpus/`"
+    )
+
+
+def test_model_is_plain_json_with_every_label() -> None:
+    data = json.loads(shipped_model_path().read_text())
+    assert set(data) == {
+        "version",
+        "corpus_digest",
+        "rules_digest",
+        "classes",
+        "temperature",
+        "intercept",
+        "weights",
+    }
+    assert set(data["classes"]) == {
+        "shm",
+        "gpu_oom",
+        "host_oom",
+        "hardware",
+        "driver",
+        "filesystem",
+        "permissions",
+        "network",
+        "none",
+    }
+    model = model_from_json(shipped_model_path().read_text())
+    probabilities = model.probabilities({"rule:shm-dataloader-bus-error": 1.0})
+    assert abs(sum(probabilities.values()) - 1.0) < 1e-9
+
+
+def test_scoring_does_not_import_scikit_learn() -> None:
+    code = (
+        "import sys; from crashlens.analyze import analyze; "
+        "analyze(['examples/llamafactory-shm-bus-error']); "
+        "print('sklearn' in sys.modules or 'scipy' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert done.stdout.strip() == "False"
