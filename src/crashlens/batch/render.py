@@ -30,6 +30,10 @@ def _short(text: str | None, limit: int = SIGNATURE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _date(stamp: str | None) -> str:
+    return stamp[:10] if stamp else "-"
+
+
 def _day(stamp: str | None) -> str:
     return stamp[:16].replace("T", " ") if stamp else "-"
 
@@ -77,15 +81,16 @@ def render_terminal(summary: dict[str, Any], console: Console) -> None:
             title_justify="left",
             show_edge=False,
         )
-        for name, justify in (("jobs", "right"), ("verdict", "left"), ("first seen", "left"),
-                              ("last seen", "left"), ("failure", "left")):  # fmt: skip
-            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column("jobs", justify="right")
+        table.add_column("verdict")
+        table.add_column("seen (first → last)")
+        table.add_column("failure (fingerprint, examples)", ratio=1)
         for item in top:
+            seen = f"{_date(item['first_seen'])} → {_date(item['last_seen'])}"
             table.add_row(
                 f"{item['count']:,}",
                 item["verdict"],
-                _day(item["first_seen"]),
-                _day(item["last_seen"]),
+                seen,
                 f"{_short(item['signature'])}\n[dim]{item['fingerprint']}  e.g. "
                 f"{', '.join(item['examples'][:2])}[/dim]",
             )

@@ -16,6 +16,7 @@ finished so far.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import signal
@@ -266,7 +267,12 @@ class Runner:
 
     def run(self, jobs: Iterable[JobSpec]) -> Generator[JobRow, None, None]:
         """Yield one row per job, in completion order. Close the generator to stop early."""
-        prepare(self.backend)
+        jobs = iter(jobs)
+        first = next(jobs, None)
+        if first is None:
+            return
+        jobs = itertools.chain([first], jobs)
+        prepare(self.backend)  # before the fork: every worker inherits the compiled database
         if self.workers == 1:
             for job in jobs:
                 yield analyze_job(job, self.root, self.backend)

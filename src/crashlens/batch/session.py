@@ -19,8 +19,9 @@ from typing import Any, Protocol
 from crashlens.batch import cache
 from crashlens.batch.jobs import JobSpec, discover_jobs
 from crashlens.batch.row import JobRow
-from crashlens.batch.runner import Runner, prepare
+from crashlens.batch.runner import Runner
 from crashlens.batch.summary import SummaryBuilder
+from crashlens.rules import shipped_rules
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
@@ -92,7 +93,7 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
     root = os.path.abspath(options.root)
     out = Path(os.path.abspath(options.out))
     workers = options.workers or default_workers()
-    rules = prepare(options.backend)
+    rules = shipped_rules()  # the scan database is compiled only if a job needs analyzing
     head = cache.header(root, options.job_glob, rules)
     previous = cache.load(out, head) if options.use_cache else cache.ScanCache(head)
     jobs = list(discover_jobs(Path(root), options.job_glob, exclude=out))
