@@ -87,6 +87,12 @@ def analyze(
     backend: Annotated[
         str, typer.Option(help="Scan engine: auto, hyperscan or python.", hidden=True)
     ] = "auto",
+    rules_only: Annotated[
+        bool,
+        typer.Option(
+            "--rules-only", help="Decide from the rules alone, without the shipped classifier."
+        ),
+    ] = False,
     redact: Annotated[
         bool | None,
         typer.Option(
@@ -117,7 +123,9 @@ def analyze(
         redact = output_format in (Format.MARKDOWN, Format.HTML) or redact_map is not None
     if redact_map is not None and not redact:
         _fatal("--redact-map needs redaction; drop --no-redact", EXIT_USAGE)
-    options = AnalyzeOptions(forced_kinds=_parse_kinds(kind or []), backend=backend)
+    options = AnalyzeOptions(
+        forced_kinds=_parse_kinds(kind or []), backend=backend, use_model=not rules_only
+    )
     try:
         report = run_analysis(paths, options)
     except PatternError as error:

@@ -1,0 +1,94 @@
+"""`crashlens eval`: the metrics, the baselines and grouped cross-validation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from crashlens.cli import app
+from crashlens.corpus import LABELS, Case, load_cases
+from crashlens.evaluate import (
+    Prediction,
+    evaluate,
+    expected_calibration_error,
+    grep_prediction,
+    grouped_folds,
+    prepare,
+    score,
+)
+from crashlens.rules import shipped_rules
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+
+
+def _case(label: str, source: str = "https://example.org/1", difficulty: str = "easy") -> Case:
+    return Case("x", label, (), source, difficulty, ("launcher",), Path("."))
+
+
+def test_calibration_error() -> None:
+    assert expected_calibration_error([1.0, 1.0], [True, True]) == 0.0
+    assert abs(expected_calibration_error([0.9, 0.9], [True, False]) - 0.4) < 1e-9
+
+
+def test_score_counts_unknown_as_wrong_and_none_given_cause() -> None:
+    cases = [_case("shm"), _case("none"), _case("none", difficulty="hard")]
+    predictions = [
+        Prediction("unknown", ("shm",), 0.3),
+        Prediction("host_oom", ("host_oom", "none"), 0.6),
+        Prediction("none", ("none",), 0.9),
+    ]
+    metrics = score("m", cases, predictions)
+    assert abs(metrics.top1 - 1 / 3) < 1e-9
+    assert metrics.top3 == 1.0  # "none" is second in the host_oom ranking
+    assert metrics.none_given_cause == 0.5
+    assert metrics.hard_top1 == 1.0
+    assert metrics.confusion["shm"] == {"unknown": 1}
+
+
+def test_grep_baseline() -> None:
+    assert grep_prediction("all good\n").verdict == "none"
+    assert grep_prediction("Bus error\n/dev/shm full\n").verdict == "shm"
+
+
+def test_folds_keep_cases_of_one_thread_together() -> None:
+    cases = load_cases(CORPUS)[:40]
+    prepared = [prepare(case, shipped_rules()) for case in cases]
+    folds = grouped_folds(prepared)
+    assert sorted(i for fold in folds for i in fold) == list(range(len(prepared)))
+    fold_of = {i: f for f, fold in enumerate(folds) for i in fold}
+    for i, a in enumerate(prepared):
+        for j, b in enumerate(prepared):
+            if a.case.source == b.case.source:
+                assert fold_of[i] == fold_of[j]
+
+
+def test_evaluate_on_a_slice_of_the_corpus() -> None:
+    cases = load_cases(CORPUS)
+    subset = [c for label in LABELS for c in [x for x in cases if x.label == label][:3]]
+    results = {m.method: m for m in evaluate(subset)}
+    assert set(results) == {"rules", "rules+classifier", "keyword-grep", "exit-code-only"}
+    for metrics in results.values():
+        assert metrics.cases == len(subset)
+        assert 0.0 <= metrics.top1 <= metrics.top3 <= 1.0
+        assert 0.0 <= metrics.ece <= 1.0
+
+
+def test_eval_cli_json_and_floor(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    for case in load_cases(CORPUS)[::12]:
+        target = corpus / case.case_id
+        (target / "logs").mkdir(parents=True)
+        (target / "case.toml").write_bytes((case.logs.parent / "case.toml").read_bytes())
+        for item in case.logs.iterdir():
+            (target / "logs" / item.name).write_bytes(item.read_bytes())
+    floor = tmp_path / "floor.toml"
+    floor.write_text('method = "rules"\ntop1 = 1.01\n')
+    result = CliRunner().invoke(
+        app, ["eval", str(corpus), "--format", "json", "--check-floor", str(floor)]
+    )
+    assert result.exit_code == 4
+    data = json.loads(result.stdout)
+    assert {m["method"] for m in data["methods"]} >= {"rules", "keyword-grep"}
+    assert "below the floor" in result.stderr
