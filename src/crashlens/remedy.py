@@ -10,11 +10,11 @@ filled is dropped, so no report shows a half-empty command.
 from __future__ import annotations
 
 import math
-import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
 
 from crashlens.model import Action, Category, Fact, FactValue, Hit
+from crashlens.pci import pci_label
 from crashlens.rules import Rule, Step
 
 _FORMATTER = string.Formatter()
@@ -28,16 +28,6 @@ def human_bytes(size: float) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
-
-
-def normalize_pci(value: str) -> str:
-    """'00000000:3B:00.0', '0000:3b:00' and 'PCI:0000:3b:00' all become '0000:3b:00'."""
-    text = value.lower().removeprefix("pci:").strip()
-    match = re.search(r"(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})", text)
-    if not match:
-        return text
-    domain = (match.group(1) or "0000")[-4:]
-    return f"{domain}:{match.group(2)}:{match.group(3)}"
 
 
 def recommend_shm(gpu_count: int | None, num_workers: int | None) -> str:
@@ -113,10 +103,10 @@ def base_context(facts: Sequence[Fact]) -> dict[str, str]:
 
 
 def _gpu_by_pci(facts: Sequence[Fact], pci: str) -> Fact | None:
-    wanted = normalize_pci(pci)
+    wanted = pci_label(pci)
     for item in facts:
         attr = item.attr("pci")
-        if item.key == "gpu.name" and attr is not None and normalize_pci(str(attr)) == wanted:
+        if item.key == "gpu.name" and attr is not None and pci_label(str(attr)) == wanted:
             return item
     return None
 
@@ -138,7 +128,7 @@ def hit_context(hits: Iterable[Hit], facts: Sequence[Fact]) -> dict[str, str]:
 
 def _derive_gpu(ctx: dict[str, str], facts: Sequence[Fact]) -> None:
     if "pci" in ctx:
-        ctx.setdefault("gpu_pci", normalize_pci(ctx["pci"]))
+        ctx.setdefault("gpu_pci", pci_label(ctx["pci"]))
     xid = next((f for f in facts if f.key == "kernel.xid"), None)
     if "xid" not in ctx and xid is not None:
         ctx["xid"] = str(xid.value)
@@ -148,7 +138,7 @@ def _derive_gpu(ctx: dict[str, str], facts: Sequence[Fact]) -> None:
             if value is not None:
                 ctx.setdefault(name, str(value))
         if "pci" in ctx:
-            ctx.setdefault("gpu_pci", normalize_pci(ctx["pci"]))
+            ctx.setdefault("gpu_pci", pci_label(ctx["pci"]))
     if "gpu_pci" in ctx:
         gpu = _gpu_by_pci(facts, ctx["gpu_pci"])
         if gpu is not None:

@@ -13,9 +13,9 @@ from crashlens.parsers.dmesg import (
     MAX_ENTRIES,
     SYSLOG_YEAR,
     KernelLogParser,
-    normalize_pci,
     split_kernel_line,
 )
+from crashlens.pci import pci_label
 
 from conftest import SAMPLES, sample_text
 
@@ -551,8 +551,8 @@ def test_make_line_cleans_ansi_and_crlf() -> None:
         ("nothing", "nothing"),
     ],
 )
-def test_normalize_pci(raw: str, expected: str) -> None:
-    assert normalize_pci(raw) == expected
+def test_pci_label(raw: str, expected: str) -> None:
+    assert pci_label(raw) == expected
 
 
 # --- sniffing ----------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import pytest
 
 from crashlens.model import Fact, FactValue
 from crashlens.parsers.base import DocumentResult
-from crashlens.parsers.nvidia_smi import NvidiaSmiParser, normalize_pci
+from crashlens.parsers.nvidia_smi import NvidiaSmiParser
+from crashlens.pci import normalize_pci
 
 from conftest import SAMPLES, sample_text
 

@@ -62,6 +62,7 @@ from typing import ClassVar
 
 from crashlens.model import Fact, FactValue, InputKind, Line
 from crashlens.parsers.base import LogCollector, LogParser, Split, fact
+from crashlens.pci import pci_label
 from crashlens.xid import lookup
 
 SYSLOG_YEAR = 2000
@@ -129,22 +130,6 @@ def _iso_epoch(m: re.Match[str], fraction: str, zone: str | None) -> float | Non
     if base is None:
         return None
     return base + float(f"0.{fraction}" if fraction else 0) - _zone_seconds(zone)
-
-
-def normalize_pci(text: str) -> str:
-    """`PCI:0000:3b:00` / `00000000:3B:00.0` -> `0000:3B:00.0` (the nvidia-smi parser's form).
-
-    Upper-case hex, domain without leading zeros padded to 4 digits (wider domains kept whole),
-    function `.0` when the driver omits it. Text with no bus id is returned stripped.
-    """
-    found = _PCI.search(text)
-    if not found:
-        return text.strip()
-    domain = found[1].lstrip("0").upper().rjust(4, "0")
-    return f"{domain}:{found[2].upper()}:{found[3].upper()}.{found[4] or 0}"
-
-
-_PCI = re.compile(r"([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})(?:\.([0-7]))?")
 
 
 def _split_syslog(raw: str) -> Split | None:
@@ -461,7 +446,7 @@ class _KernelCollector(LogCollector):
         found = _XID.search(line.text)
         if not found:
             return
-        pci, code, rest = normalize_pci(found[1]), int(found[2]), found[3] or ""
+        pci, code, rest = pci_label(found[1]), int(found[2]), found[3] or ""
         pid = process = None
         proc = _XID_PROC.match(rest)
         if proc:
@@ -481,7 +466,7 @@ class _KernelCollector(LogCollector):
     def on_gpu_identity(self, line: Line) -> None:
         found = _GPU_AT.search(line.text)
         if found:
-            pci = normalize_pci(found[1])
+            pci = pci_label(found[1])
             if pci in self.gpus or len(self.gpus) < 256:
                 self.gpus.setdefault(pci, {})["uuid"] = found[2]
             self.last_gpu = pci
@@ -492,13 +477,13 @@ class _KernelCollector(LogCollector):
             return
         the = _GPU_THE.search(line.text)
         if the:
-            self.last_gpu = normalize_pci(the[1])
+            self.last_gpu = pci_label(the[1])
 
     def on_off_bus(self, line: Line) -> None:
         if "NVRM: Xid" in line.text or "fallen off the bus" not in line.text:
             return
         found = _OFF_BUS_PCI.search(line.text)
-        pci = normalize_pci(found[1]) if found else (self.last_gpu or "")
+        pci = pci_label(found[1]) if found else (self.last_gpu or "")
         self.store.add(("off_bus", pci), "kernel.gpu_off_bus", True, line, pci=pci or None)
 
     def on_mismatch(self, line: Line) -> None:
@@ -533,7 +518,7 @@ class _KernelCollector(LogCollector):
         found = _INIT_FAILED.search(line.text)
         if not found:
             return
-        pci = normalize_pci(found[1]) if found[1] else ""
+        pci = pci_label(found[1]) if found[1] else ""
         value = f"{found[2]} ({found[3]})" if found[3] else found[2]
         entry = self.store.add(
             ("init", pci), "kernel.nvrm_init_failed", value, line,
@@ -551,7 +536,7 @@ class _KernelCollector(LogCollector):
     def on_sxid(self, line: Line) -> None:
         found = _SXID.search(line.text)
         if found:
-            pci = normalize_pci(found[2])
+            pci = pci_label(found[2])
             self.store.add(
                 ("sxid", int(found[3]), pci), "kernel.sxid", int(found[3]), line, pci=pci,
                 switch=found[1], message=_message(found[4]) or None,
@@ -696,10 +681,10 @@ class _KernelCollector(LogCollector):
     def on_aer(self, line: Line) -> None:
         text = line.text
         if received := _AER_RECEIVED.search(text):
-            pci = normalize_pci(received[1]) if received[1] else ""
+            pci = pci_label(received[1]) if received[1] else ""
             self.aer = self._aer_entry(line, pci, received[2])
         elif bus := _AER_BUS.search(text):
-            pci, severity = normalize_pci(bus[1]), bus[2].strip()
+            pci, severity = pci_label(bus[1]), bus[2].strip()
             recent = self.aer
             if (
                 recent is None
@@ -711,7 +696,7 @@ class _KernelCollector(LogCollector):
                 recent.attrs.setdefault("type", bus[3].strip())
             self.aer = recent
         elif detail := _AER_DETAIL.search(text):
-            self._aer_detail(normalize_pci(detail[1]), detail[2].strip())
+            self._aer_detail(pci_label(detail[1]), detail[2].strip())
 
     def _aer_detail(self, pci: str, name: str) -> None:
         """`[ 5] Surprise Down Error` under the report: the names of the errors."""
@@ -730,7 +715,7 @@ class _KernelCollector(LogCollector):
     def on_link_down(self, line: Line) -> None:
         found = _LINK_DOWN.search(line.text)
         if found:
-            pci = normalize_pci(found[1])
+            pci = pci_label(found[1])
             self.store.add(("link_down", pci), "kernel.pcie_link_down", found[2], line, pci=pci)
 
     # --- storage ------------------------------------------------------------------------

@@ -46,13 +46,10 @@ from dataclasses import dataclass, field
 
 from crashlens.model import Fact, FactValue, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
+from crashlens.pci import normalize_pci
 
 # --- shared ------------------------------------------------------------------------------------
 
-_PCI_RE = re.compile(
-    r"(?:(?P<domain>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{2}):(?P<dev>[0-9A-Fa-f]{2})"
-    r"(?:\.(?P<fn>[0-7]))?"
-)
 _INT_RE = re.compile(r"^-?\d+$")
 _MIB_RE = re.compile(r"^(?P<n>\d+)\s*MiB$", re.IGNORECASE)
 _NUM_UNIT_RE = re.compile(r"^(?P<n>-?\d+(?:\.\d+)?)(?:\s*\S+)?$")
@@ -69,22 +66,6 @@ _ERR_SENTINELS = {
 
 _YES = {"yes", "true", "active", "1"}
 _NO = {"no", "false", "not active", "0"}
-
-
-def normalize_pci(text: str) -> str | None:
-    """Normalise a PCI bus id to `DDDD:BB:DD.F`, upper-case hex as nvidia-smi prints it.
-
-    nvidia-smi prints an 8-digit domain (`00000000:3B:00.0`), the kernel a 4-digit one in lower
-    case (`0000:3b:00.0`); Azure VMs have non-zero domains (`00008ED0` -> `8ED0`). Domains wider
-    than 4 significant digits are kept whole. A missing function becomes `.0`.
-    """
-    found = _PCI_RE.search(text)
-    if not found:
-        return None
-    domain = (found.group("domain") or "0").lstrip("0").upper()
-    domain = domain.rjust(4, "0")
-    fn = found.group("fn") or "0"
-    return f"{domain}:{found.group('bus').upper()}:{found.group('dev').upper()}.{fn}"
 
 
 def _to_int(value: str | None) -> int | None:
@@ -1314,4 +1295,4 @@ class NvidiaSmiParser(DocumentParser):
         return DocumentResult(facts=tuple(out.facts), warnings=tuple(out.warnings))
 
 
-__all__ = ["NvidiaSmiParser", "normalize_pci"]
+__all__ = ["NvidiaSmiParser"]
