@@ -71,6 +71,9 @@ def test_normalize_masks_what_varies_and_keeps_what_names_the_failure() -> None:
     )
     assert normalize(dmesg) == normalize(syslog)
     assert "79" in normalize(dmesg)
+    assert normalize("Xid (PCI:0000:18:00): 48, pid=7, name=python3.10, DBE") == normalize(
+        "Xid (PCI:0000:3a:00): 48, pid=9, name=python3.11, DBE"
+    )
     assert "Errno 28" in normalize("OSError: [Errno 28] No space left on device: '/a/b/c.pt'")
     assert "<path>" in normalize("PermissionError: [Errno 13] Permission denied: '/data/x/y'")
     assert normalize("DataLoader worker (pid 81) is killed by signal: Bus error.") == normalize(

@@ -48,6 +48,8 @@ _SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?(?: +\d+\b)?", "<time>", 0),
         (r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>", 0),
         (r"\b0x[0-9a-fA-F]+\b", "<hex>", 0),
+        (r"\b(python|pt_main_thread)[0-9.]*\b", r"\1", 0),
+        (r"\bname=[^,\s]+", "name=<proc>", 0),
         (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{8,}\b", "<hex>", 0),
         (r"(?<![\w.<>])(?:~|\.{1,2})?(?:/[^\s'\"<>():,;=\]\[]+)+/?", "<path>", 0),
         (r"\b([\w-]+\.(?:py|cc|cpp|cxx|c|h|hpp|cu|cuh|rs|go|java)):\d+", r"\1:<n>", 0),

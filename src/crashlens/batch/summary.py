@@ -28,21 +28,35 @@ class _Group:
     count: int = 0
     first: float | None = None
     last: float | None = None
+    file_first: float | None = None
+    file_last: float | None = None
     examples: list[str] = field(default_factory=list)
     evidence: str | None = None
     rules: Counter[str] = field(default_factory=Counter)
 
     def add(self, row: JobRow) -> None:
         self.count += 1
-        when = row.seen_at
+        when = row.first_failure_at
         if when is not None:
             self.first = when if self.first is None else min(self.first, when)
             self.last = when if self.last is None else max(self.last, when)
+        mtime = row.job_mtime
+        if mtime is not None:
+            self.file_first = mtime if self.file_first is None else min(self.file_first, mtime)
+            self.file_last = mtime if self.file_last is None else max(self.file_last, mtime)
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(row.job)
         if self.evidence is None:
             self.evidence = row.evidence
         self.rules.update(row.rules)
+
+    def seen(self) -> tuple[str | None, str | None, str | None]:
+        """(first, last, source): log times when any job has them, else file mtimes."""
+        if self.first is not None:
+            return iso(self.first), iso(self.last), "logs"
+        if self.file_first is not None:
+            return iso(self.file_first), iso(self.file_last), "file mtime"
+        return None, None, None
 
 
 def iso(epoch: float | None) -> str | None:
@@ -124,8 +138,9 @@ class SummaryBuilder:
                         "fingerprint": fp,
                         "verdict": group.verdict,
                         "count": group.count,
-                        "first_seen": iso(group.first),
-                        "last_seen": iso(group.last),
+                        "first_seen": group.seen()[0],
+                        "last_seen": group.seen()[1],
+                        "seen_from": group.seen()[2],
                         "signature": group.signature,
                         "rules": [rule for rule, _ in group.rules.most_common(5)],
                         "evidence": group.evidence,
