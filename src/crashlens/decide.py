@@ -254,7 +254,7 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
             name = candidate.category.value
             notes.append(f"The {name} symptoms are treated as {candidate.demoted_because}.")
     kinds = {analysis.status.path: analysis.status.kind for analysis in analyses}
-    first_failure = _earliest_failure(hits, first_rank, failure_rules, kinds)
+    first_failure = _earliest_failure(hits, first_rank, failure_rules, knock_on, kinds)
     if not failure_seen and not any(c.score >= VERDICT_THRESHOLD for c in candidates):
         verdict = "none"
         candidates = []
@@ -291,11 +291,16 @@ def _earliest_failure(
     hits: Sequence[Hit],
     first_rank: int | None,
     failure_rules: set[str],
+    knock_on: set[str],
     kinds: dict[str, InputKind | None],
 ) -> Hit | None:
     failures = [h for h in hits if h.rule_id in failure_rules and h.role is not Role.CONTEXT]
     if not failures:
         return None
+    # A knock-on line (a watchdog timeout, a SIGTERM) is never the first failure while a line
+    # that is not one exists: the timeout fires long after the GPU fell off the bus.
+    causal = [h for h in failures if h.rule_id not in knock_on]
+    failures = causal or failures
     if first_rank is not None:
         on_rank = [h for h in failures if h.rank == first_rank]
         if on_rank:

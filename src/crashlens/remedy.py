@@ -201,6 +201,11 @@ def fill(template: str, ctx: Mapping[str, str]) -> str | None:
     return template.format_map(ctx) if names else template
 
 
+def _opening(text: str) -> str:
+    """The first four words: two rules' "Drain the node in the scheduler ..." are one step."""
+    return "text:" + " ".join(text.lower().split()[:4])
+
+
 def _command_key(command: str) -> str:
     """What makes two commands the same fix: the program and its first two words."""
     return " ".join(command.split("#", 1)[0].split()[:3])
@@ -220,7 +225,7 @@ def actions(steps: Iterable[Step], ctx: Mapping[str, str], limit: int = 6) -> li
         command = fill(step.command, ctx) if step.command else None
         if text is None or (step.command and command is None):
             continue
-        keys = {text} | ({_command_key(command)} if command else set())
+        keys = {text, _opening(text)} | ({_command_key(command)} if command else set())
         if keys & seen:
             continue
         seen |= keys
