@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
 
 from crashlens.detect import detect
 from crashlens.inputs.discover import Source
 from crashlens.inputs.read import (
     CHUNK_BYTES,
+    SNIFF_CHARS,
     binary_reason,
     decode,
     iter_chunks,
@@ -57,8 +57,24 @@ class Matcher:
     anchors: dict[InputKind, tuple[re.Pattern[str], ...]]
 
 
-@cache
+_MATCHERS: dict[tuple[int, str], Matcher] = {}
+
+
 def build_matcher(rules: tuple[Rule, ...], prefer: str = "auto") -> Matcher:
+    """The compiled scan for `rules`, built once per rule library and process.
+
+    Keyed by the identity of the tuple, not its value: hashing 180 rules for every input
+    cost more than scanning a small log. The matcher keeps `rules` alive, so ids stay unique.
+    """
+    key = (id(rules), prefer)
+    matcher = _MATCHERS.get(key)
+    if matcher is None or matcher.rules is not rules:
+        matcher = _compile_matcher(rules, prefer)
+        _MATCHERS[key] = matcher
+    return matcher
+
+
+def _compile_matcher(rules: tuple[Rule, ...], prefer: str) -> Matcher:
     """Compile all patterns of `rules` and all parser anchors into one scan."""
     patterns: list[ScanPattern] = []
     targets: list[_Target] = []
@@ -228,7 +244,7 @@ def _analyze(
             status=InputStatus(source.path, None, "skipped", reason, source.size_bytes)
         )
     head_text = decode(head.decode(utf16, errors="replace").encode()) if utf16 else decode(head)
-    detection = detect(head_text.replace("\x00", ""), source.name, forced_kind)
+    detection = detect(head_text[:SNIFF_CHARS].replace("\x00", ""), source.name, forced_kind)
     parser = get_parser(detection.kind)
     matcher = build_matcher(rules, prefer_backend)
     buffer = _HitBuffer()

@@ -1069,37 +1069,60 @@ _HANDLERS = {
 
 # --- sniffing -------------------------------------------------------------------------------------
 
-_SNIFF_FAMILIES: tuple[re.Pattern[str], ...] = (
-    re.compile(
-        r"torch\.distributed\.(?:elastic|run|launch)|ChildFailedError"
-        r"|Root Cause \(first observed failure\)"
+# Sniffing runs on every file of a scan, and `re` has no fast path for an alternation: each
+# family is gated by plain substring tests (memchr speed) and its regex runs only when one of
+# its literals is present.
+_SNIFF_FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        ("torch.distributed.", "ChildFailedError", "Root Cause (first observed failure)"),
+        re.compile(
+            r"torch\.distributed\.(?:elastic|run|launch)|ChildFailedError"
+            r"|Root Cause \(first observed failure\)"
+        ),
     ),
-    re.compile(
-        r"\[(?:launch|runner|multinode_runner|real_accelerator|engine|utils|config)\.py:[0-9]+:"
-        r"|deepspeed\.launcher|ds_accelerator"
+    (
+        (".py:", "deepspeed.launcher", "ds_accelerator"),
+        re.compile(
+            r"\[(?:launch|runner|multinode_runner|real_accelerator|engine|utils|config)\.py:[0-9]+:"
+            r"|deepspeed\.launcher|ds_accelerator"
+        ),
     ),
-    re.compile(r"accelerate launch|accelerate/commands/|bin/accelerate\b"),
-    re.compile(r"llamafactory|llama_factory"),
-    re.compile(
-        r"^[^ \t:\n]+:[0-9]+:[0-9]+ \[[0-9]+\] (?:[^ \n]+ )?NCCL (?:INFO|WARN|TRACE)"
-        r"|^NCCL version [0-9]|ProcessGroupNCCL",
-        re.MULTILINE,
+    (
+        ("accelerate launch", "accelerate/commands/", "bin/accelerate"),
+        re.compile(r"accelerate launch|accelerate/commands/|bin/accelerate\b"),
     ),
-    re.compile(r"^(?:[^ \n]+: )?\[(?:rank|default)[0-9]+\]:", re.MULTILINE),
-    re.compile(
-        r"^slurmstepd: error: |^srun: (?:error|Terminating|Force)|oom[-_]kill event", re.MULTILINE
+    (("llamafactory", "llama_factory"), re.compile(r"llamafactory|llama_factory")),
+    (
+        ("NCCL ", "ProcessGroupNCCL"),
+        re.compile(r"NCCL (?:INFO|WARN|TRACE) |NCCL version [0-9]|ProcessGroupNCCL"),
     ),
-    re.compile(r"mpirun noticed|mpirun detected|Primary job +terminated"),
-    re.compile(r"^[IWEF][0-9]{4} [0-9:]{8}\.[0-9]{6} +[0-9]+ [^ \]\n]+:[0-9]+\]", re.MULTILINE),
+    (("[rank", "[default"), re.compile(r"\[(?:rank|default)[0-9]+\]:")),
+    (
+        ("slurmstepd: ", "srun: ", "kill event"),
+        re.compile(r"slurmstepd: error: |srun: (?:error|Terminating|Force)|oom[-_]kill event"),
+    ),
+    (
+        ("mpirun ", "Primary job"),
+        re.compile(r"mpirun noticed|mpirun detected|Primary job +terminated"),
+    ),
 )
-_SNIFF_PYTHON = re.compile(
-    r"Traceback \(most recent call last\)|CUDA out of memory|DataLoader worker"
-    r"|CalledProcessError|^[A-Za-z_.]*(?:Error|Exception): |\btorchrun\b|\bdeepspeed\b",
-    re.MULTILINE,
+_SNIFF_GLOG = re.compile(r"[IWEF][0-9]{4} [0-9:]{8}\.[0-9]{6} +[0-9]+ [^ \]\n]+:[0-9]+\]")
+"""glog prefixes (torch >= 2.4 elastic agent), matched at line starts only."""
+_SNIFF_LINES = 200
+"""Lines looked at for line-start markers (glog prefixes, kernel timestamps)."""
+_SNIFF_PYTHON = (
+    "Traceback (most recent call last)",
+    "CUDA out of memory",
+    "DataLoader worker",
+    "CalledProcessError",
+    "torchrun",
+    "deepspeed",
 )
+_SNIFF_EXCEPTION = ("Error: ", "Exception: ")
+_EXCEPTION_PREFIX = re.compile(r"(?:\[[a-z]+[0-9]+\]: ?)?[A-Za-z_][A-Za-z0-9_.]*")
 _JSON_LIST = re.compile(r"\[[ \t\r\n]*[{\"\]]")
 _YAML_COMPOSE = re.compile(r"^services:[ \t]*$", re.MULTILINE)
-_KERNEL_LINE = re.compile(r"^(?:<[0-9]>)?\[ *[0-9]+\.[0-9]+\]|kernel: |^kern +:", re.MULTILINE)
+_KERNEL_PREFIX = re.compile(r"(?:<[0-9]>)?\[ *[0-9]+\.[0-9]+\]|kern +:")
 
 
 def sniff_launcher(head: str) -> float:
@@ -1107,21 +1130,40 @@ def sniff_launcher(head: str) -> float:
     stripped = head.lstrip("\ufeff \t\r\n")
     if not stripped:
         return 0.0
-    score = _marker_score(head)
-    if stripped[0] == "{" or _JSON_LIST.match(stripped) or _YAML_COMPOSE.search(head):
+    lines = head.split("\n", _SNIFF_LINES)[:_SNIFF_LINES]
+    score = _marker_score(head, lines)
+    compose = "services:" in head and _YAML_COMPOSE.search(head)
+    if stripped[0] == "{" or _JSON_LIST.match(stripped) or compose:
         # JSON (a torchelastic error file, docker inspect) or a compose file quoting a command
         return min(score, 0.1)
-    kernel = len(_KERNEL_LINE.findall(head))
-    lines = head.count("\n") + 1
-    if kernel * 4 > lines:
+    kernel = sum(1 for line in lines if "kernel: " in line or _KERNEL_PREFIX.match(line))
+    if kernel * 4 > len(lines):
         score *= 0.4  # mostly a kernel log that mentions a launcher or a traceback
     return min(score, 0.95)
 
 
-def _marker_score(head: str) -> float:
+def _exception_line(head: str, marker: str) -> bool:
+    """`Error: ` / `Exception: ` as the end of an exception type opening its line
+    (`torch.OutOfMemoryError: `), not inside a kernel message (`Graphics Exception: ESR`)."""
+    at = head.find(marker)
+    while at >= 0:
+        line_start = head.rfind("\n", 0, at) + 1
+        if _EXCEPTION_PREFIX.fullmatch(head, line_start, at) is not None:
+            return True
+        at = head.find(marker, at + len(marker))
+    return False
+
+
+def _marker_score(head: str, lines: list[str]) -> float:
     """0.65 for one launcher family, more for each other family; 0.5-0.65 for Python alone."""
-    families = sum(1 for rx in _SNIFF_FAMILIES if rx.search(head))
-    python = len({m.group(0)[:12] for m in _SNIFF_PYTHON.finditer(head[:200_000])})
+    families = sum(
+        1
+        for literals, pattern in _SNIFF_FAMILIES
+        if any(literal in head for literal in literals) and pattern.search(head)
+    )
+    families += any(_SNIFF_GLOG.match(line) for line in lines)
+    python = sum(1 for marker in _SNIFF_PYTHON if marker in head)
+    python += any(_exception_line(head, marker) for marker in _SNIFF_EXCEPTION)
     if families:
         score = 0.65 + 0.07 * (families - 1) + (0.05 if python else 0.0)
     elif python:
