@@ -51,3 +51,12 @@ def test_ansi_codes_do_not_hide_a_match() -> None:
     backend = PythonBackend([ScanPattern("Bus error")])
     found = list(scan_chunks([b"\x1b[31mBus \x1b[0merror\n"], backend))
     assert [c.line for c in found] == [b"Bus error"]
+
+
+@pytest.mark.skipif(not hyperscan_available(), reason="hyperscan has no wheel on this platform")
+def test_hyperscan_prefilters_a_pattern_it_cannot_compile() -> None:
+    from crashlens.scan import HyperscanBackend
+
+    backend = HyperscanBackend([ScanPattern(r"(ab)\1 x"), ScanPattern("xyz")])
+    found = [(c.lineno, sorted(c.patterns)) for c in scan_chunks([b"abab x\nq\nxyz\n"], backend)]
+    assert found == [(1, [0]), (3, [1])]

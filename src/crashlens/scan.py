@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Za-z0-9]")
 
@@ -86,20 +86,20 @@ class HyperscanBackend:
             | (hyperscan.HS_FLAG_CASELESS if p.ignore_case else 0)
             for p in patterns
         ]
-        # Constructs hyperscan rejects (backreferences, some assertions) are compiled in
-        # prefilter mode: it then reports a superset, and the line re-check keeps results exact.
-        for index, expression in enumerate(expressions):
-            if not _compiles(hyperscan, expression, flags[index]):
-                flags[index] |= hyperscan.HS_FLAG_PREFILTER
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        if expressions:
-            self._db.compile(
-                expressions=expressions,
-                ids=list(range(len(expressions))),
-                elements=len(expressions),
-                flags=flags,
-            )
         self._empty = not expressions
+        if self._empty:
+            return
+        try:
+            self._db = _database(hyperscan, expressions, flags)
+        except Exception:
+            # Constructs hyperscan rejects (backreferences, some assertions) are compiled in
+            # prefilter mode: it then reports a superset, and the line re-check keeps results
+            # exact. Found one by one only when the whole set fails, since each check is a
+            # compile of its own.
+            for index, expression in enumerate(expressions):
+                if not _compiles(hyperscan, expression, flags[index]):
+                    flags[index] |= hyperscan.HS_FLAG_PREFILTER
+            self._db = _database(hyperscan, expressions, flags)
 
     def ends(self, buffer: bytes) -> list[tuple[int, int]]:
         if self._empty or not buffer:
@@ -113,10 +113,20 @@ class HyperscanBackend:
         return found
 
 
-def _compiles(hyperscan: object, expression: bytes, flags: int) -> bool:
+def _database(hyperscan: Any, expressions: list[bytes], flags: list[int]) -> Any:
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(
+        expressions=expressions,
+        ids=list(range(len(expressions))),
+        elements=len(expressions),
+        flags=flags,
+    )
+    return db
+
+
+def _compiles(hyperscan: Any, expression: bytes, flags: int) -> bool:
     try:
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)  # type: ignore[attr-defined]
-        db.compile(expressions=[expression], ids=[0], elements=1, flags=[flags])
+        _database(hyperscan, [expression], [flags])
     except Exception:
         return False
     return True
