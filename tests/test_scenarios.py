@@ -271,3 +271,24 @@ def test_enospc_under_dev_shm_is_shm_but_on_a_disk_is_filesystem(tmp_path: Path)
     )
     assert analyze([str(shm)]).verdict == "shm"
     assert analyze([str(disk)]).verdict == "filesystem"
+
+
+def test_a_traceback_the_run_survived_is_not_a_failure(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "[default6]:Traceback (most recent call last):\n"
+        '[default6]:  File "/opt/conda/lib/python3.11/site-packages/PIL/Image.py", line 3339\n'
+        "[default6]:PIL.UnidentifiedImageError: cannot identify image file <_io.BytesIO>\n"
+        "[default0]:retrying upload in 21s after transient error: "
+        "ConnectionResetError(104, 'Connection reset by peer')\n"
+        "{'loss': 0.912, 'learning_rate': 1.2e-05, 'epoch': 2.0}\n"
+        "Training completed. Do not forget to share your model on huggingface.co/models =)\n"
+    )
+    assert analyze([str(log)]).verdict == "none"
+    crashed = tmp_path / "crashed.log"
+    crashed.write_text(
+        "Training completed. Do not forget to share your model on huggingface.co/models =)\n"
+        "Traceback (most recent call last):\n"
+        "RuntimeError: checkpoint upload failed\n"
+    )
+    assert analyze([str(crashed)]).verdict == "unknown"

@@ -121,7 +121,12 @@ def _failure_exit(facts: Sequence[Fact]) -> bool:
     for item in facts:
         if item.key in ("launcher.exit_code", "docker.exit_code") and item.value not in (0, "0"):
             return True
-    return any(item.key in ("python.exception", "launcher.first_failure") for item in facts)
+    finished = {item.path: item.lineno or 0 for item in facts if item.key == "launcher.completed"}
+    return any(
+        item.key == "launcher.first_failure"
+        or (item.key == "python.exception" and (item.lineno or 0) > finished.get(item.path, -1))
+        for item in facts
+    )
 
 
 def _roots_by_category(hits: Sequence[Hit]) -> dict[Category, float]:

@@ -393,3 +393,15 @@ def test_anchors_are_line_safe() -> None:
 
 def test_sample_folder_exists() -> None:
     assert Path(SAMPLES / "launcher").is_dir() and len(LAUNCHER) >= 14
+
+
+def test_completion_marker_is_kept_at_its_last_line() -> None:
+    text = (
+        "[default6]:Traceback (most recent call last):\n"
+        "[default6]:PIL.UnidentifiedImageError: cannot identify image file <_io.BytesIO>\n"
+        "{'train_runtime': 812.4, 'train_samples_per_second': 9.8}\n"
+        "Training completed. Do not forget to share your model on huggingface.co/models =)\n"
+    )
+    _, facts = collect_text(PARSER, text, "train.log")
+    completed = [f for f in facts if f.key == "launcher.completed"]
+    assert [(f.value, f.lineno) for f in completed] == [(True, 4)]

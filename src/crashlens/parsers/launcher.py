@@ -24,6 +24,8 @@ The collector only sees anchor lines, in order, and keeps bounded state. Fact ke
   when computed from the other two).
 * `launcher.num_workers`: int DataLoader workers from the command line / args dump.
 * `launcher.restarts`: int `Worker group FAILED. N/M attempts left; will restart` lines seen.
+* `launcher.completed`: True at the last line saying the run finished (`Training completed.`,
+  `train_runtime`, DeepSpeed `Process N exits successfully`).
 * `launcher.cpu_memory_percent`: float, the highest deepspeed `see_memory_usage` CPU percent
   (a host-OOM precursor); attr used_bytes.
 * `python.exception`: str "Type: message" (<= 300 chars); attrs rank, host, type, source
@@ -468,6 +470,8 @@ ANCHORS: tuple[str, ...] = (
     r"ssh exited with exit code [0-9]+",
     # 21 deepspeed host memory
     r"CPU Virtual Memory: +used = ",
+    # 22 the run finished (HF Trainer, DeepSpeed launcher): earlier tracebacks did not end it
+    r"Training completed\.|'train_runtime': |train_runtime +=|Process [0-9]+ exits successfully",
 )
 
 (
@@ -493,6 +497,7 @@ ANCHORS: tuple[str, ...] = (
     A_NCCL,
     A_PDSH,
     A_CPU_MEM,
+    A_COMPLETED,
 ) = range(len(ANCHORS))
 
 REPORT_SPAN = 400
@@ -957,6 +962,11 @@ class LauncherCollector(LogCollector):
         if m := _PDSH_EXIT.search(line.raw):
             self._add("launcher.exit_code", int(m.group(2)), line, host=m.group(1), source="pdsh")
 
+    def on_completed(self, line: Line) -> None:
+        """Keep the last line saying the run finished (`launcher.completed`)."""
+        self.singles.pop("launcher.completed", None)
+        self._single("launcher.completed", True, line)
+
     def on_cpu_mem(self, line: Line) -> None:
         m = _CPU_MEM.search(line.text)
         if m is None:
@@ -1065,6 +1075,7 @@ _HANDLERS = {
     A_NCCL: LauncherCollector.on_nccl,
     A_PDSH: LauncherCollector.on_pdsh,
     A_CPU_MEM: LauncherCollector.on_cpu_mem,
+    A_COMPLETED: LauncherCollector.on_completed,
 }
 
 # --- sniffing -------------------------------------------------------------------------------------
