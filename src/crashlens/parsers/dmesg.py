@@ -218,7 +218,8 @@ _SNIFF_LAUNCHER = re.compile(
     r"|NCCL (?:INFO|WARN)|ChildFailedError|deepspeed|accelerate launch|torchrun"
     r"|NVIDIA-SMI|\"Id\": |Filesystem +(?:1K-blocks|Size|Inodes)"
 )
-_SNIFF_LINES = 400
+_SNIFF_LINES = 120
+"""Lines the sniffer classifies: enough to judge the share of kernel-prefixed lines."""
 
 
 def sniff_kernel_log(head: str) -> float:

@@ -911,6 +911,8 @@ class DockerComposeParser(DocumentParser):
 
     @staticmethod
     def sniff(head: str) -> float:
+        if "services" not in head and "version" not in head:
+            return 0.0  # substring gate: every sniffer runs on every file of a scan
         top = _COMPOSE_TOP_RE.search(head) is not None
         keys = _COMPOSE_SERVICE_KEY_RE.search(head) is not None
         if top and keys:

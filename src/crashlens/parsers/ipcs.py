@@ -84,6 +84,10 @@ class _Segments:
         )
 
 
+_SNIFF_MARKERS = ("Shared Memory", "shmid", "Semaphore", "Message")
+"""One of these is in every `ipcs` layout the sniffer recognises."""
+
+
 class IpcsParser(DocumentParser):
     """util-linux `ipcs`, `ipcs -m` and `ipcs -l`."""
 
@@ -93,6 +97,9 @@ class IpcsParser(DocumentParser):
 
     @staticmethod
     def sniff(head: str) -> float:
+        # Substring gate first: every sniffer runs on every file of a scan.
+        if not any(marker in head for marker in _SNIFF_MARKERS):
+            return 0.0
         if _SNIFF_SHM_RE.search(head):
             return 1.0
         if _SNIFF_OTHER_RE.search(head):

@@ -86,6 +86,10 @@ def _row(line: str) -> tuple[str, str] | None:
     return None
 
 
+_SNIFF_MARKERS = ("file size", "locked", "open files", "stack size", "cpu time")
+"""Every `ulimit -a` layout (bash, dash, zsh) prints at least one of these labels."""
+
+
 class UlimitParser(DocumentParser):
     """`ulimit -a` in bash, dash or zsh."""
 
@@ -95,6 +99,8 @@ class UlimitParser(DocumentParser):
 
     @staticmethod
     def sniff(head: str) -> float:
+        if not any(marker in head for marker in _SNIFF_MARKERS):
+            return 0.0  # substring gate: every sniffer runs on every file of a scan
         if _BASH_FIRST_RE.search(head):
             return 1.0
         lines = [clean_line(line) for line in head.splitlines()[:100] if line.strip()]
