@@ -32,10 +32,26 @@ def scores(head: str, name: str) -> list[tuple[Parser, float, bool]]:
     return result
 
 
+def _named_and_certain(head: str, name: str) -> Detection | None:
+    """A parser named by the file's glob whose content score reaches 1.0 with the bonus wins at
+    once (`dmesg.txt` that reads as a kernel log): a scan then skips the other sniffers for
+    most files. Only one named parser may claim it, so the order of parsers cannot decide."""
+    named = [parser for parser in PARSERS if _name_matches(parser, name)]
+    if len(named) != 1:
+        return None
+    score = safe_sniff(named[0], head) + FILENAME_BONUS
+    if score < 1.0:
+        return None
+    return Detection(kind=named[0].kind, score=1.0, reason="by content and file name")
+
+
 def detect(head: str, name: str, forced: InputKind | None = None) -> Detection:
     """The kind of one input, with its score and the reason it was chosen."""
     if forced is not None:
         return Detection(kind=forced, score=1.0, reason="--kind given")
+    quick = _named_and_certain(head, name)
+    if quick is not None:
+        return quick
     ranked = scores(head, name)
     best_parser, best_score, named = max(ranked, key=lambda item: item[1])
     if best_score < THRESHOLD or best_parser.kind is InputKind.OTHER:

@@ -55,6 +55,8 @@ class Matcher:
     backend: Backend
     targets: tuple[_Target, ...]
     anchors: dict[InputKind, tuple[re.Pattern[str], ...]]
+    relevant: dict[InputKind, frozenset[int]]
+    """Per kind, the scan patterns that matter for it (its rules' and its parser's anchors)."""
 
 
 _MATCHERS: dict[tuple[int, str], Matcher] = {}
@@ -89,11 +91,20 @@ def _compile_matcher(rules: tuple[Rule, ...], prefer: str) -> Matcher:
             for index, regex in enumerate(parser.anchors):
                 patterns.append(ScanPattern(regex))
                 targets.append(_Target(rule=None, kind=parser.kind, anchor=index))
+    relevant = {
+        kind: frozenset(
+            index
+            for index, target in enumerate(targets)
+            if (target.rule is not None and kind in target.rule.inputs) or target.kind is kind
+        )
+        for kind in InputKind
+    }
     return Matcher(
         rules=rules,
         backend=make_backend(patterns, prefer),
         targets=tuple(targets),
         anchors=anchors,
+        relevant=relevant,
     )
 
 
@@ -183,8 +194,12 @@ def _scan(
 ) -> Iterator[tuple[Line, frozenset[int]]]:
     """Rule hits into `buffer`; yields each candidate line with the parser anchors it matched."""
     kind_anchors = matcher.anchors.get(kind, ())
+    relevant = matcher.relevant[kind]
     for candidate in scan_chunks(chunks, matcher.backend):
-        targets = [matcher.targets[i] for i in candidate.patterns]
+        indexes = candidate.patterns & relevant
+        if not indexes:
+            continue  # only another kind's patterns matched: no need to decode the line
+        targets = [matcher.targets[i] for i in indexes]
         line = parser.make_line(path, candidate.lineno, decode(candidate.line))
         seen: set[str] = set()
         for target in targets:
