@@ -218,7 +218,7 @@ _SNIFF_LAUNCHER = re.compile(
     r"|NCCL (?:INFO|WARN)|ChildFailedError|deepspeed|accelerate launch|torchrun"
     r"|NVIDIA-SMI|\"Id\": |Filesystem +(?:1K-blocks|Size|Inodes)"
 )
-_SNIFF_LINES = 120
+_SNIFF_LINES = 60
 """Lines the sniffer classifies: enough to judge the share of kernel-prefixed lines."""
 
 

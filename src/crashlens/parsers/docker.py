@@ -911,7 +911,7 @@ class DockerComposeParser(DocumentParser):
 
     @staticmethod
     def sniff(head: str) -> float:
-        if "services" not in head and "version" not in head:
+        if "services" not in head and not head.startswith("version") and "\nversion" not in head:
             return 0.0  # substring gate: every sniffer runs on every file of a scan
         top = _COMPOSE_TOP_RE.search(head) is not None
         keys = _COMPOSE_SERVICE_KEY_RE.search(head) is not None
