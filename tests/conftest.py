@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
+
+# Tests never write to the user's cache: compiled scan databases go to a throwaway folder.
+os.environ.setdefault("CRASHLENS_CACHE_DIR", tempfile.mkdtemp(prefix="crashlens-test-cache-"))
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"

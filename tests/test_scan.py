@@ -60,3 +60,20 @@ def test_hyperscan_prefilters_a_pattern_it_cannot_compile() -> None:
     backend = HyperscanBackend([ScanPattern(r"(ab)\1 x"), ScanPattern("xyz")])
     found = [(c.lineno, sorted(c.patterns)) for c in scan_chunks([b"abab x\nq\nxyz\n"], backend)]
     assert found == [(1, [0]), (3, [1])]
+
+
+@pytest.mark.skipif(not hyperscan_available(), reason="hyperscan has no wheel on this platform")
+def test_compiled_database_is_cached_between_runs(tmp_path, monkeypatch) -> None:
+    from crashlens.scan import HyperscanBackend
+
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path))
+    patterns = [ScanPattern("Bus error"), ScanPattern("(?i)killed")]
+    first = HyperscanBackend(patterns)
+    assert len(list(tmp_path.glob("hyperscan-*.db"))) == 1
+    second = HyperscanBackend(patterns)  # loaded from the cache file
+    data = [b"a\nBus error\nKILLED\n"]
+    assert [c.lineno for c in scan_chunks(data, first)] == [2, 3]
+    assert [c.lineno for c in scan_chunks(data, second)] == [2, 3]
+    (next(tmp_path.glob("hyperscan-*.db"))).write_bytes(b"garbage")
+    third = HyperscanBackend(patterns)  # a corrupt cache file is ignored and rewritten
+    assert [c.lineno for c in scan_chunks(data, third)] == [2, 3]
