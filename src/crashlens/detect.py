@@ -15,6 +15,8 @@ from crashlens.parsers.base import Parser, safe_sniff
 
 THRESHOLD = 0.3
 FILENAME_BONUS = 0.2
+AGREEMENT = 0.85
+"""Content score plus filename bonus at which the named kind is taken without the others."""
 
 
 def _name_matches(parser: Parser, name: str) -> bool:
@@ -33,16 +35,19 @@ def scores(head: str, name: str) -> list[tuple[Parser, float, bool]]:
 
 
 def _named_and_certain(head: str, name: str) -> Detection | None:
-    """A parser named by the file's glob whose content score reaches 1.0 with the bonus wins at
-    once (`dmesg.txt` that reads as a kernel log): a scan then skips the other sniffers for
-    most files. Only one named parser may claim it, so the order of parsers cannot decide."""
+    """When the file's name and its content agree on a kind, that kind wins at once.
+
+    `dmesg.txt` that reads as a kernel log, `train.log` with launcher markers: a scan then skips
+    the other sniffers for most files. Agreement means the one parser named by the file's glob
+    scores at least `AGREEMENT` with the bonus (its content alone is clearly its kind).
+    """
     named = [parser for parser in PARSERS if _name_matches(parser, name)]
     if len(named) != 1:
         return None
     score = safe_sniff(named[0], head) + FILENAME_BONUS
-    if score < 1.0:
+    if score < AGREEMENT:
         return None
-    return Detection(kind=named[0].kind, score=1.0, reason="by content and file name")
+    return Detection(kind=named[0].kind, score=min(score, 1.0), reason="by content and file name")
 
 
 def detect(head: str, name: str, forced: InputKind | None = None) -> Detection:
