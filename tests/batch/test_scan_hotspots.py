@@ -6,10 +6,11 @@ from pathlib import Path
 
 from scan_helpers import oom_job, xid_job
 
-from crashlens.batch.hotspots import HotspotTracker, normalize_pci
+from crashlens.batch.hotspots import HotspotTracker
 from crashlens.batch.jobs import discover_jobs
 from crashlens.batch.runner import analyze_job
 from crashlens.batch.summary import SummaryBuilder
+from crashlens.pci import normalize_pci
 
 
 def _gpu(host: str | None, pci: str | None, uuid: str | None = None) -> dict[str, str | None]:

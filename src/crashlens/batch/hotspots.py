@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crashlens.model import Category, Fact, FactValue, InputAnalysis, Role
+from crashlens.pci import normalize_pci
 
 HOST_FAULT_FACTS = frozenset({"kernel.mce", "kernel.edac", "kernel.aer", "kernel.pcie_link_down"})
 """Facts that are hardware faults of the host (the device, if any, may not be a GPU)."""
@@ -35,19 +36,6 @@ _UUID = re.compile(r"\bGPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\
 _PCI_KEYS = ("pci", "bus_id", "busid", "pci_bus_id", "pci_bus")
 _UUID_KEYS = ("uuid", "gpu_uuid")
 _SERIAL_KEYS = ("serial", "gpu_serial", "board_serial")
-
-
-def normalize_pci(value: str) -> str | None:
-    """`0000:DB:00.0` from any of `db:00`, `0000:db:00`, `00000000:DB:00.0`."""
-    found = re.fullmatch(
-        r"(?:PCI:)?(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})(?:\.([0-7]))?",
-        value.strip(),
-    )
-    if found is None:
-        return None
-    domain, bus, device, function = found.groups()
-    domain = (domain or "0").upper()[-4:].rjust(4, "0")
-    return f"{domain}:{bus.upper()}:{device.upper()}.{function or '0'}"
 
 
 @dataclass(slots=True)
