@@ -109,14 +109,12 @@ def _compile_matcher(rules: tuple[Rule, ...], prefer: str) -> Matcher:
 
 
 class _HitBuffer:
-    """Keeps the earliest hits per rule and counts the rest."""
+    """Keeps the earliest hits per rule (a log repeating one line a million times stays small)."""
 
     def __init__(self) -> None:
         self.kept: dict[str, list[Hit]] = {}
-        self.counts: dict[str, int] = {}
 
     def add(self, hit: Hit) -> None:
-        self.counts[hit.rule_id] = self.counts.get(hit.rule_id, 0) + 1
         kept = self.kept.setdefault(hit.rule_id, [])
         if len(kept) < MAX_HITS_PER_RULE:
             kept.append(hit)
@@ -142,24 +140,38 @@ def _segment(raw: str, rule: Rule) -> str:
     return raw
 
 
-def line_hits(rule: Rule, line: Line, captures: dict[str, str]) -> Hit:
-    """A Hit for `rule` on `line`."""
-    shown = _segment(line.raw, rule)
+def _hit(
+    rule: Rule,
+    path: str,
+    lineno: int | None,
+    text: str,
+    captures: dict[str, str],
+    rank: int | None = None,
+    host: str | None = None,
+    timestamp: float | None = None,
+) -> Hit:
     return Hit(
         rule_id=rule.id,
         category=rule.category,
         role=rule.role,
         weight=rule.weight,
-        path=line.path,
-        lineno=line.lineno,
-        text=_shorten(shown.strip(), rule.match_start(shown.strip())),
+        path=path,
+        lineno=lineno,
+        text=text,
         captures=tuple(sorted(captures.items())),
-        rank=line.rank,
-        host=line.host,
-        timestamp=line.timestamp,
+        rank=rank,
+        host=host,
+        timestamp=timestamp,
         also=rule.also,
         against=rule.against,
     )
+
+
+def line_hits(rule: Rule, line: Line, captures: dict[str, str]) -> Hit:
+    """A Hit for `rule` on `line`, its text centred on the match."""
+    shown = _segment(line.raw, rule).strip()
+    text = _shorten(shown, rule.match_start(shown))
+    return _hit(rule, line.path, line.lineno, text, captures, line.rank, line.host, line.timestamp)
 
 
 def fact_hit(rule: Rule, fact: Fact) -> Hit:
@@ -168,19 +180,14 @@ def fact_hit(rule: Rule, fact: Fact) -> Hit:
     captures.setdefault("value", str(fact.value))
     rank = fact.attr("rank")
     host = fact.attr("host")
-    return Hit(
-        rule_id=rule.id,
-        category=rule.category,
-        role=rule.role,
-        weight=rule.weight,
-        path=fact.path,
-        lineno=fact.lineno,
-        text=_shorten(fact.text),
-        captures=tuple(sorted(captures.items())),
-        rank=rank if isinstance(rank, int) else None,
-        host=str(host) if host is not None else None,
-        also=rule.also,
-        against=rule.against,
+    return _hit(
+        rule,
+        fact.path,
+        fact.lineno,
+        _shorten(fact.text),
+        captures,
+        rank if isinstance(rank, int) else None,
+        str(host) if host is not None else None,
     )
 
 
