@@ -110,6 +110,7 @@ def test_patterns_have_a_distinctive_literal(rule: Rule) -> None:
 _PLACEHOLDERS = frozenset(
     [
         "shm_recommend",
+        "shm_basis",
         "shm_size_h",
         "gpu_count",
         "num_workers",

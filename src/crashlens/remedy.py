@@ -45,6 +45,17 @@ def recommend_shm(gpu_count: int | None, num_workers: int | None) -> str:
     return f"{2 ** math.ceil(math.log2(gib))}g"
 
 
+def _shm_basis(gpu_count: int | None, num_workers: int | None) -> str:
+    """'4 GPUs x 4 DataLoader workers', saying which figure was assumed."""
+    gpus = f"{gpu_count} GPU{'s' if gpu_count != 1 else ''}" if gpu_count else "1 GPU (assumed)"
+    workers = (
+        f"{num_workers} DataLoader workers each"
+        if num_workers is not None
+        else "4 DataLoader workers each (assumed)"
+    )
+    return f"{gpus} x {workers}"
+
+
 def _first(facts: Sequence[Fact], key: str) -> Fact | None:
     return next((f for f in facts if f.key == key), None)
 
@@ -74,7 +85,10 @@ def base_context(facts: Sequence[Fact]) -> dict[str, str]:
         ctx["gpu_count"] = str(gpu_count)
     if num_workers is not None:
         ctx["num_workers"] = str(num_workers)
-    ctx["shm_recommend"] = recommend_shm(gpu_count, num_workers)
+    if gpu_count is not None or num_workers is not None:
+        # Only a size computed from what the job used: otherwise the rules' generic 16g step.
+        ctx["shm_recommend"] = recommend_shm(gpu_count, num_workers)
+        ctx["shm_basis"] = _shm_basis(gpu_count, num_workers)
     for key in ("docker.shm_size_bytes", "df.shm_size_bytes", "compose.shm_size_bytes"):
         found = _first(facts, key)
         size = _int(found.value) if found else None
