@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from crashlens.literals import required_literals
+
 # One literal prefix (ESC) before the alternation lets `re` jump from escape to escape.
 _ANSI_BYTES = re.compile(rb"\x1b(?:\[[0-9;?]*[A-Za-z]|\][^\x07\n]*\x07|[()][A-Za-z0-9])")
 
@@ -55,24 +57,69 @@ class Backend(Protocol):
 
 
 class PythonBackend:
-    """Each pattern's compiled `re` run over the whole buffer: slower, but always available."""
+    """Pure Python: slower than hyperscan, but available everywhere, with the same results.
+
+    Every pattern has required literals (crashlens.literals; the rule tests insist on one of
+    4+ characters): they are found with `bytes.find`, and the pattern's regex runs only on the
+    lines that hold one. A pattern without literals is run over the whole buffer.
+    """
 
     name = "python"
 
     def __init__(self, patterns: Sequence[ScanPattern]) -> None:
-        self._compiled = [
-            re.compile(
-                unanchored(p.regex).encode("utf-8"),
-                re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0),
+        self._compiled: list[re.Pattern[bytes]] = []
+        self._literals: list[tuple[tuple[bytes, ...], bool] | None] = []
+        for p in patterns:
+            regex = unanchored(p.regex)
+            self._compiled.append(
+                re.compile(
+                    regex.encode("utf-8"), re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
+                )
             )
-            for p in patterns
-        ]
+            self._literals.append(_prefilter(regex, p.ignore_case))
 
     def ends(self, buffer: bytes) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
+        lowered: bytes | None = None
         for index, pattern in enumerate(self._compiled):
-            found.extend((index, match.end()) for match in pattern.finditer(buffer))
+            prefilter = self._literals[index]
+            if prefilter is None:
+                found.extend((index, match.end()) for match in pattern.finditer(buffer))
+                continue
+            literals, fold = prefilter
+            if fold and lowered is None:
+                lowered = buffer.lower()
+            haystack = lowered if fold and lowered is not None else buffer
+            for start, stop in _lines_holding(haystack, literals):
+                found.extend(
+                    (index, match.end()) for match in pattern.finditer(buffer, start, stop)
+                )
         return found
+
+
+def _prefilter(regex: str, ignore_case: bool) -> tuple[tuple[bytes, ...], bool] | None:
+    found = required_literals(regex)
+    if found is None:
+        return None
+    literals, inline_fold = found
+    fold = ignore_case or inline_fold
+    if fold and not all(s.isascii() for s in literals):
+        return None  # bytes.lower() folds ASCII only
+    return tuple(sorted((s.lower() if fold else s).encode("utf-8") for s in literals)), fold
+
+
+def _lines_holding(haystack: bytes, literals: tuple[bytes, ...]) -> list[tuple[int, int]]:
+    """(start, end) of every line holding one of `literals`, in order, each line once."""
+    lines: set[tuple[int, int]] = set()
+    for literal in literals:
+        at = haystack.find(literal)
+        while at >= 0:
+            start = haystack.rfind(b"\n", 0, at) + 1
+            stop = haystack.find(b"\n", at)
+            stop = len(haystack) if stop < 0 else stop
+            lines.add((start, stop))
+            at = haystack.find(literal, stop)
+    return sorted(lines)
 
 
 class HyperscanBackend:

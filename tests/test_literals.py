@@ -1,0 +1,53 @@
+"""Required literals: every match of a pattern contains one of them (the Python prefilter)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from crashlens.engine import build_matcher
+from crashlens.literals import required_literals
+from crashlens.rules import shipped_rules
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("Bus error", ({"Bus error"}, False)),
+        ("(?i)Killed", ({"killed"}, True)),
+        ("exits with return code = -?[0-9]+", ({"exits with return code = "}, False)),
+        (r"torchrun|deepspeed\.launcher", ({"torchrun", "deepspeed.launcher"}, False)),
+        ("(?:Bus|Killed): ", ({"Bus", "Killed"}, False)),
+        ("a|bc", None),
+        ("[0-9]+", None),
+    ],
+)
+def test_required_literals(pattern: str, expected: tuple[set[str], bool] | None) -> None:
+    found = required_literals(pattern)
+    assert (None if found is None else (set(found[0]), found[1])) == expected
+
+
+def test_every_match_of_every_shipped_pattern_contains_a_literal() -> None:
+    """Checked on every rule's match examples: the prefilter never hides a real match."""
+    for rule in shipped_rules():
+        for pattern in rule.patterns:
+            found = required_literals(pattern)
+            if found is None:
+                continue
+            literals, fold = found
+            compiled = re.compile(pattern, re.IGNORECASE if rule.ignore_case else 0)
+            for example in rule.examples_match:
+                match = compiled.search(example)
+                if match is None:
+                    continue
+                text = match.group(0).lower() if fold or rule.ignore_case else match.group(0)
+                assert any(
+                    lit.lower() in text if rule.ignore_case else lit in text for lit in literals
+                ), (rule.id, pattern, example)
+
+
+def test_most_scan_patterns_have_a_prefilter() -> None:
+    matcher = build_matcher(shipped_rules(), "python")
+    prefiltered = sum(1 for item in matcher.backend._literals if item is not None)  # type: ignore[attr-defined]
+    assert prefiltered / len(matcher.targets) > 0.9
