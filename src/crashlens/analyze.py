@@ -1,7 +1,8 @@
 """`analyze()`: the one place where the pipeline stages are wired together.
 
-discover inputs -> per input: detect, scan, parse (engine) -> decide across inputs ->
-build the report (evidence, remediation, next checks). Pure apart from reading the inputs.
+discover inputs -> per input: detect, scan, parse (engine) -> decide across inputs (rules)
+-> re-rank with the shipped classifier (rank) -> build the report (evidence, remediation,
+next checks). Pure apart from reading the inputs.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def build_report(
         inputs=tuple(analysis.status for analysis in analyses),
         next_checks=checks,
         failure_seen=decision.failure_seen,
-        first_failure=_first_failure_evidence(decision, by_id),
+        first_failure=_first_failure_evidence(decision),
         notes=decision.notes,
         crashlens_version=__version__,
     )
@@ -124,7 +125,7 @@ def _dedupe(items: list[Action]) -> list[Action]:
     return kept
 
 
-def _first_failure_evidence(decision: Decision, rules: dict[str, Rule]) -> Evidence | None:
+def _first_failure_evidence(decision: Decision) -> Evidence | None:
     hit = decision.first_failure
     if hit is None:
         return None
