@@ -57,6 +57,8 @@ class Matcher:
     anchors: dict[InputKind, tuple[re.Pattern[str], ...]]
     relevant: dict[InputKind, frozenset[int]]
     """Per kind, the scan patterns that matter for it (its rules' and its parser's anchors)."""
+    fact_rules: dict[InputKind, dict[str, tuple[Rule, ...]]]
+    """Per kind and fact key, the fact rules that can match such a fact."""
 
 
 _MATCHERS: dict[tuple[int, str], Matcher] = {}
@@ -99,12 +101,21 @@ def _compile_matcher(rules: tuple[Rule, ...], prefer: str) -> Matcher:
         )
         for kind in InputKind
     }
+    fact_rules: dict[InputKind, dict[str, tuple[Rule, ...]]] = {}
+    for kind in InputKind:
+        keyed: dict[str, list[Rule]] = {}
+        for rule in rules:
+            if kind in rule.inputs:
+                for key in dict.fromkeys(condition.key for condition in rule.facts):
+                    keyed.setdefault(key, []).append(rule)
+        fact_rules[kind] = {key: tuple(found) for key, found in keyed.items()}
     return Matcher(
         rules=rules,
         backend=make_backend(patterns, prefer),
         targets=tuple(targets),
         anchors=anchors,
         relevant=relevant,
+        fact_rules=fact_rules,
     )
 
 
@@ -223,9 +234,11 @@ def _scan(
             yield line, matched
 
 
-def _fact_hits(facts: Iterable[Fact], kind: InputKind, rules: tuple[Rule, ...]) -> list[Hit]:
-    fact_rules = [r for r in rules if r.facts and kind in r.inputs]
-    return [fact_hit(rule, f) for f in facts for rule in fact_rules if rule.match_fact(f)]
+def _fact_hits(facts: Iterable[Fact], kind: InputKind, matcher: Matcher) -> list[Hit]:
+    by_key = matcher.fact_rules[kind]
+    return [
+        fact_hit(rule, f) for f in facts for rule in by_key.get(f.key, ()) if rule.match_fact(f)
+    ]
 
 
 def analyze_source(
@@ -292,7 +305,7 @@ def _analyze(
                 if anchors:
                     collector.feed(line, anchors)
             facts = collector.finish()
-    for hit in _fact_hits(facts, detection.kind, rules):
+    for hit in _fact_hits(facts, detection.kind, matcher):
         buffer.add(hit)
     if utf16:
         warnings.append(f"decoded as {utf16}")

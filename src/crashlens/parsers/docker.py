@@ -540,33 +540,42 @@ class DockerInspectParser(DocumentParser):
         start = _json_start(text)
         if start is None:
             return self._fallback(text, path, warnings, "no JSON value found")
-        scan = _scan(text, start)
+        # The bracket walk (`_scan`) costs more than decoding: it runs only when decoding
+        # fails (to repair a truncated document) or to split several containers by offset.
+        scan: _Scan | None = None
         value: Any = None
+        end: int | None = None
         try:
-            value, _ = _DECODER.raw_decode(text, start)
+            value, end = _DECODER.raw_decode(text, start)
         except ValueError:
             value = None
         if value is None:
+            scan = _scan(text, start)
+            end = scan.end
             try:
-                value, _ = _decode_first(text[start:])
+                value, length = _decode_first(text[start:])
+                end = start + length if end is None else end
                 warnings.append("malformed JSON (trailing commas): read leniently")
             except ValueError:
                 value = _repair_truncated(text, scan, start)
                 if value is None:
                     return self._fallback(text, path, warnings, "unreadable JSON")
                 warnings.append("truncated JSON: read with the tolerant reader")
-        if scan.end is not None and text[scan.end :].strip():
-            warnings.append(f"ignored {len(text[scan.end :].strip())} characters after the JSON")
+        if end is not None and text[end:].strip():
+            warnings.append(f"ignored {len(text[end:].strip())} characters after the JSON")
         containers = _containers(value)
         if not containers:
             return self._fallback(text, path, warnings, "no container object in the JSON")
+        if len(containers) > 1 and scan is None:
+            scan = _scan(text, start)
+        starts = scan.object_starts if scan is not None else []
         facts: list[Fact] = []
-        end = scan.end if scan.end is not None else len(text)
-        bounds = [*scan.object_starts, end]
+        stop_all = end if end is not None else len(text)
+        bounds = [*starts, stop_all]
         for index, container in containers:
             # The n-th object of the decoded array starts at the n-th `{` the scan saw.
-            begin = bounds[index] if index < len(scan.object_starts) else start
-            stop = bounds[index + 1] if index < len(scan.object_starts) else end
+            begin = bounds[index] if index < len(starts) else start
+            stop = bounds[index + 1] if index < len(starts) else stop_all
             locator = _Locator(text, begin, stop)
             facts.extend(_ContainerFacts(container, path, locator).build())
         return DocumentResult(tuple(facts), tuple(warnings))
