@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crashlens.detect import detect, scores
-from crashlens.inputs.read import SNIFF_CHARS, decode
+from crashlens.inputs.read import sniff_text
 from crashlens.model import InputKind
 from crashlens.parsers import PARSERS
 
@@ -35,7 +35,7 @@ SAMPLE_FILES = sorted(p for p in SAMPLES.rglob("*") if p.is_file() and p.name !=
 
 
 def _head(path: Path) -> str:
-    return decode(path.read_bytes()[: 64 * 1024])[:SNIFF_CHARS].replace("\x00", "")
+    return sniff_text(path.read_bytes()[: 64 * 1024])
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

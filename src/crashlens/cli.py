@@ -205,7 +205,7 @@ def detect(
     from crashlens.detect import detect as detect_kind
     from crashlens.detect import scores
     from crashlens.inputs.discover import iter_inputs
-    from crashlens.inputs.read import SNIFF_CHARS, decode, read_head
+    from crashlens.inputs.read import read_head, sniff_text
     from crashlens.model import InputStatus
 
     for item in iter_inputs(paths):
@@ -213,7 +213,7 @@ def detect(
             typer.echo(f"{item.path}: skipped ({item.reason})")
             continue
         with item.open() as stream:
-            head = decode(read_head(stream))[:SNIFF_CHARS].replace("\x00", "")
+            head = sniff_text(read_head(stream))
         chosen = detect_kind(head, item.name)
         ranked = sorted(scores(head, item.name), key=lambda s: -s[1])
         shown = ", ".join(f"{p.kind.value}={score:.2f}" for p, score, _ in ranked[:4])

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO
 
 from crashlens.inputs.discover import Source, iter_inputs
-from crashlens.inputs.read import iter_chunks, iter_utf16_chunks, read_head, utf16_encoding
+from crashlens.inputs.read import read_head, text_chunks
 from crashlens.model import Cause, Evidence, InputStatus, Report
 from crashlens.parsers.base import clean_line
 
@@ -42,12 +42,7 @@ def _wanted(report: Report, radius: int) -> dict[str, set[int]]:
 
 def _open_stream(source: Source) -> tuple[IO[bytes], Iterable[bytes]]:
     stream = source.open()
-    head = read_head(stream)
-    stream.close()
-    stream = source.open()
-    encoding = utf16_encoding(head)
-    chunks = iter_utf16_chunks(stream, encoding) if encoding else iter_chunks(stream)
-    return stream, chunks
+    return stream, text_chunks(stream, read_head(stream))
 
 
 def _read_lines(source: Source, numbers: set[int]) -> dict[int, str]:

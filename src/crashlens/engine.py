@@ -15,13 +15,11 @@ from dataclasses import dataclass
 from crashlens.detect import detect
 from crashlens.inputs.discover import Source
 from crashlens.inputs.read import (
-    CHUNK_BYTES,
-    SNIFF_CHARS,
     binary_reason,
     decode,
-    iter_chunks,
-    iter_utf16_chunks,
     read_head,
+    sniff_text,
+    text_chunks,
     utf16_encoding,
 )
 from crashlens.model import Fact, Hit, InputAnalysis, InputKind, InputStatus, Line
@@ -268,27 +266,23 @@ def _analyze(
 ) -> InputAnalysis:
     with source.open() as stream:
         head = read_head(stream)
-    if not head:
-        return InputAnalysis(
-            status=InputStatus(source.path, None, "skipped", "empty file", source.size_bytes)
-        )
-    utf16 = utf16_encoding(head)
-    reason = binary_reason(head) if forced_kind is None else None
-    if reason is not None:
-        return InputAnalysis(
-            status=InputStatus(source.path, None, "skipped", reason, source.size_bytes)
-        )
-    head_text = decode(head.decode(utf16, errors="replace").encode()) if utf16 else decode(head)
-    detection = detect(head_text[:SNIFF_CHARS].replace("\x00", ""), source.name, forced_kind)
-    parser = get_parser(detection.kind)
-    matcher = build_matcher(rules, prefer_backend)
-    buffer = _HitBuffer()
-    warnings: list[str] = []
-    facts: list[Fact]
-    with source.open() as stream:
-        chunks: Iterable[bytes] = (
-            iter_utf16_chunks(stream, utf16) if utf16 else iter_chunks(stream, CHUNK_BYTES)
-        )
+        if not head:
+            return InputAnalysis(
+                status=InputStatus(source.path, None, "skipped", "empty file", source.size_bytes)
+            )
+        utf16 = utf16_encoding(head)
+        reason = binary_reason(head) if forced_kind is None else None
+        if reason is not None:
+            return InputAnalysis(
+                status=InputStatus(source.path, None, "skipped", reason, source.size_bytes)
+            )
+        detection = detect(sniff_text(head), source.name, forced_kind)
+        parser = get_parser(detection.kind)
+        matcher = build_matcher(rules, prefer_backend)
+        buffer = _HitBuffer()
+        warnings: list[str] = []
+        facts: list[Fact]
+        chunks = text_chunks(stream, head)  # the same stream: each input is opened once
         if isinstance(parser, DocumentParser):
             facts, parse_warnings = _parse_document(
                 parser, chunks, source.path, detection.kind, matcher, buffer

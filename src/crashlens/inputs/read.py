@@ -71,13 +71,16 @@ def utf16_encoding(head: bytes) -> str | None:
     return None
 
 
-def iter_chunks(stream: IO[bytes], chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+def iter_chunks(
+    stream: IO[bytes], chunk_bytes: int = CHUNK_BYTES, first: bytes = b""
+) -> Iterator[bytes]:
     """Yield the stream's bytes in chunks that end at a newline (except possibly the last).
 
-    A line longer than MAX_LINE_BYTES is cut, so a pathological input never needs more than
-    about that much memory.
+    `first` is what was already read from the stream (its head): it comes first. A line
+    longer than MAX_LINE_BYTES is cut, so a pathological input never needs more than about
+    that much memory.
     """
-    pending = b""
+    pending = first
     while True:
         block = stream.read(chunk_bytes)
         if not block:
@@ -97,11 +100,15 @@ def iter_chunks(stream: IO[bytes], chunk_bytes: int = CHUNK_BYTES) -> Iterator[b
         yield pending
 
 
-def iter_utf16_chunks(stream: IO[bytes], encoding: str) -> Iterator[bytes]:
-    """Transcode a UTF-16 input to UTF-8 chunks (Windows tools sometimes write UTF-16)."""
+def iter_utf16_chunks(stream: IO[bytes], encoding: str, first: bytes = b"") -> Iterator[bytes]:
+    """Transcode a UTF-16 input to UTF-8 chunks (Windows tools sometimes write UTF-16).
+
+    `first` is the head already read (it starts with the byte-order mark).
+    """
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-    stream.read(2)  # the byte-order mark
-    for block in iter_chunks(stream):
+    if not first:
+        first = stream.read(2)
+    for block in iter_chunks(stream, first=first[2:]):  # past the byte-order mark
         text = decoder.decode(block)
         yield text.lstrip("\ufeff").encode("utf-8")
     tail = decoder.decode(b"", final=True)
@@ -109,9 +116,21 @@ def iter_utf16_chunks(stream: IO[bytes], encoding: str) -> Iterator[bytes]:
         yield tail.encode("utf-8")
 
 
+def text_chunks(stream: IO[bytes], head: bytes) -> Iterator[bytes]:
+    """The whole input as UTF-8-compatible newline-cut chunks, `head` (already read) first."""
+    encoding = utf16_encoding(head)
+    if encoding:
+        return iter_utf16_chunks(stream, encoding, head)
+    return iter_chunks(stream, first=head)
+
+
+def sniff_text(head: bytes) -> str:
+    """The part of the head the format sniffers read, decoded (UTF-16 too), NULs removed."""
+    encoding = utf16_encoding(head)
+    text = head.decode(encoding, errors="replace") if encoding else decode(head)
+    return text[:SNIFF_CHARS].replace("\x00", "")
+
+
 def decode(data: bytes) -> str:
-    """Decode bytes as UTF-8, falling back to Latin-1 per undecodable byte (never raises)."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace")
+    """Decode bytes as UTF-8, each undecodable byte becoming U+FFFD (never raises)."""
+    return data.decode("utf-8", errors="replace")
