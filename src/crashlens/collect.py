@@ -49,6 +49,7 @@ from typing import IO, TYPE_CHECKING
 from crashlens import __version__
 from crashlens.inputs.discover import COLLECT_RECORD_MARKERS, Source, iter_inputs
 from crashlens.model import InputStatus
+from crashlens.remedy import human_bytes
 
 if TYPE_CHECKING:
     from crashlens.redact import Redactor
@@ -408,7 +409,7 @@ def _copy_tail(stream: IO[bytes], out: IO[bytes], limit: int) -> str:
         stream.readline()  # drop the partial first line
         dropped = stream.tell()
         shutil.copyfileobj(stream, out, _CHUNK)
-        return f"kept the last {_human(end - dropped)} of {_human(end)}"
+        return f"kept the last {human_bytes(end - dropped)} of {human_bytes(end)}"
     chunks: collections.deque[bytes] = collections.deque()
     kept = total = 0
     while chunk := stream.read(_CHUNK):
@@ -423,17 +424,9 @@ def _copy_tail(stream: IO[bytes], out: IO[bytes], limit: int) -> str:
         newline = data.find(b"\n")
         data = data[newline + 1 :] if newline >= 0 else data
         out.write(data)
-        return f"kept the last {_human(len(data))} of {_human(total)}"
+        return f"kept the last {human_bytes(len(data))} of {human_bytes(total)}"
     out.write(data)
     return ""
-
-
-def _human(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"  # pragma: no cover
 
 
 # --- cgroup memory ----------------------------------------------------------------------------
@@ -524,7 +517,7 @@ def _with_size(value: str) -> str:
         number = int(value)
         if number >= 2**62:
             return f"{value} (no limit)"
-        return f"{value} ({_human(number)})"
+        return f"{value} ({human_bytes(number)})"
     return value
 
 

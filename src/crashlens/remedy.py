@@ -141,8 +141,6 @@ def hit_context(hits: Iterable[Hit], facts: Sequence[Fact]) -> dict[str, str]:
 
 
 def _derive_gpu(ctx: dict[str, str], facts: Sequence[Fact]) -> None:
-    if "pci" in ctx:
-        ctx.setdefault("gpu_pci", pci_label(ctx["pci"]))
     xid = next((f for f in facts if f.key == "kernel.xid"), None)
     if "xid" not in ctx and xid is not None:
         ctx["xid"] = str(xid.value)
@@ -151,8 +149,8 @@ def _derive_gpu(ctx: dict[str, str], facts: Sequence[Fact]) -> None:
             value = xid.attr(attr)
             if value is not None:
                 ctx.setdefault(name, str(value))
-        if "pci" in ctx:
-            ctx.setdefault("gpu_pci", pci_label(ctx["pci"]))
+    if "pci" in ctx:  # a capture of the hit, else the Xid's bus id
+        ctx.setdefault("gpu_pci", pci_label(ctx["pci"]))
     if "gpu_pci" in ctx:
         gpu = _gpu_by_pci(facts, ctx["gpu_pci"])
         if gpu is not None:
