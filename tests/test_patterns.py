@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from crashlens.errors import PatternError
 from crashlens.model import Category
 from crashlens.rules import Rule, default_pattern_dir, fact_from_line, load_rules
 
@@ -156,3 +157,36 @@ def test_placeholders_are_known_and_droppable(rule: Rule) -> None:
     assert any("{" not in s.text + (s.command or "") for s in steps), (
         f"{rule.source}: add a step without placeholders (steps with unfilled ones are dropped)"
     )
+
+
+def test_library_cache_gives_the_same_rules_and_survives_damage(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path / "cache"))
+    library = tmp_path / "patterns"
+    for rule in RULES[:5]:
+        source = Path(rule.source)
+        (library / source.parent.name).mkdir(parents=True, exist_ok=True)
+        (library / source.parent.name / source.name).write_bytes(source.read_bytes())
+    fresh = load_rules(library)
+    entries = list((tmp_path / "cache").glob("rules-*.json"))
+    assert len(entries) == 1
+    assert load_rules(library) == fresh  # from the cache
+    entries[0].write_bytes(b"{not json")
+    assert load_rules(library) == fresh  # a damaged entry is rebuilt
+    first = next(library.glob("*/*.toml"))
+    first.write_text(first.read_text().replace("weight = ", "weight = 0.5 #"), encoding="utf-8")
+    assert load_rules(library) != fresh  # an edited file is not served from the cache
+    assert len(list((tmp_path / "cache").glob("rules-*.json"))) == 2
+
+
+def test_a_broken_rule_is_reported_even_when_a_cache_exists(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path / "cache"))
+    library = tmp_path / "patterns"
+    source = Path(RULES[0].source)
+    (library / source.parent.name).mkdir(parents=True)
+    target = library / source.parent.name / source.name
+    target.write_bytes(source.read_bytes())
+    load_rules(library)
+    text = target.read_text(encoding="utf-8")
+    target.write_text(text.replace("any = [", 'any = ["(unclosed", ', 1), encoding="utf-8")
+    with pytest.raises(PatternError, match="does not compile"):
+        load_rules(library)

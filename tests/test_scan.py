@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
 from crashlens.engine import analyze_source
 from crashlens.inputs.discover import Source
+from crashlens.parsers import PARSERS
+from crashlens.parsers.base import LogParser
 from crashlens.rules import shipped_rules
-from crashlens.scan import PythonBackend, ScanPattern, hyperscan_available, scan_chunks
+from crashlens.scan import (
+    PythonBackend,
+    ScanPattern,
+    hyperscan_available,
+    scan_chunks,
+    scan_form,
+)
 
 from conftest import SAMPLES
 
@@ -77,3 +86,47 @@ def test_compiled_database_is_cached_between_runs(tmp_path, monkeypatch) -> None
     (next(tmp_path.glob("hyperscan-*.db"))).write_bytes(b"garbage")
     third = HyperscanBackend(patterns)  # a corrupt cache file is ignored and rewritten
     assert [c.lineno for c in scan_chunks(data, third)] == [2, 3]
+
+
+@pytest.mark.parametrize(
+    ("regex", "expected"),
+    [
+        (r"^\[[0-9]+\]:[ \t]*$", r"\[[0-9]+\]:"),
+        (r"^[ \t]*(?:={20,}|-{20,}|\*{20,})[ \t]*$", r"[ \t]*(?:={20}|-{20}|\*{20})"),
+        (r"Killed (process)(?: \(core dumped\))?", r"Killed (process)"),
+        (r"x[ab]+", r"x[ab]"),
+        (r"a{2,5}", r"a{2}"),
+        (r"foo\\*", "foo"),
+        # kept whole: lazy repeats, escaped quantifier characters, lookarounds, cut escapes
+        (r"foo.*?", r"foo.*?"),
+        (r"a\*", r"a\*"),
+        (r"abc(?=x)?", r"abc(?=x)?"),
+        (r"\x1b*", r"\x1b*"),
+        (r"[^\]]*", r"[^\]]*"),
+    ],
+)
+def test_scan_form_cuts_repeats_off_the_tail(regex: str, expected: str) -> None:
+    assert scan_form(regex) == expected
+
+
+def _every_scan_pattern() -> list[tuple[str, bool]]:
+    patterns = [(p, rule.ignore_case) for rule in shipped_rules() for p in rule.patterns]
+    for parser in PARSERS:
+        if isinstance(parser, LogParser):
+            patterns.extend((anchor, False) for anchor in parser.anchors)
+    return patterns
+
+
+def test_scan_form_finds_every_line_the_full_pattern_finds() -> None:
+    """The buffer scan may propose more lines than a pattern matches, never fewer."""
+    lines = [
+        line
+        for path in ALL_SAMPLES
+        for line in path.read_bytes().decode("utf-8", "replace").splitlines()
+    ]
+    lines += [example for rule in shipped_rules() for example in rule.examples_match]
+    for regex, ignore_case in _every_scan_pattern():
+        flags = re.IGNORECASE if ignore_case else 0
+        full, cut = re.compile(regex, flags), re.compile(scan_form(regex), flags)
+        missed = [line for line in lines if full.search(line) and not cut.search(line)]
+        assert not missed, (regex, missed[:3])

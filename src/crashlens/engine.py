@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crashlens.detect import detect
 from crashlens.inputs.discover import Source
@@ -46,24 +46,49 @@ class _Target:
 
 
 @dataclass(frozen=True, slots=True)
-class Matcher:
-    """The compiled scan over every rule pattern and parser anchor, built once per process."""
+class KindScan:
+    """The one-pass search for one input kind: its rules' patterns and its parser's anchors.
 
-    rules: tuple[Rule, ...]
+    One database per kind, not one for all: a pattern of another kind (the launcher's
+    `[N]:` anchor matches every `systemd[1]:` line of a kernel log) would still cost a
+    callback and a candidate line for every match, only to be thrown away.
+    """
+
     backend: Backend
     targets: tuple[_Target, ...]
+    """Per pattern index of `backend`, what it stands for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """The compiled scans over every rule pattern and parser anchor, built once per process."""
+
+    rules: tuple[Rule, ...]
+    prefer: str
     anchors: dict[InputKind, tuple[re.Pattern[str], ...]]
-    relevant: dict[InputKind, frozenset[int]]
-    """Per kind, the scan patterns that matter for it (its rules' and its parser's anchors)."""
     fact_rules: dict[InputKind, dict[str, tuple[Rule, ...]]]
     """Per kind and fact key, the fact rules that can match such a fact."""
+    scans: dict[InputKind, KindScan] = field(default_factory=dict)
+    """Per kind, built on first use (or all at once by `prepare_all`)."""
+
+    def scan_for(self, kind: InputKind) -> KindScan:
+        """The search for inputs of `kind` (compiled, or loaded from the cache, once)."""
+        found = self.scans.get(kind)
+        if found is None:
+            found = self.scans[kind] = _compile_kind(self.rules, kind, self.prefer)
+        return found
+
+    def prepare_all(self) -> None:
+        """Build every kind's search now (before forking workers, so they inherit them)."""
+        for kind in InputKind:
+            self.scan_for(kind)
 
 
 _MATCHERS: dict[tuple[int, str], Matcher] = {}
 
 
 def build_matcher(rules: tuple[Rule, ...], prefer: str = "auto") -> Matcher:
-    """The compiled scan for `rules`, built once per rule library and process.
+    """The matcher for `rules`, built once per rule library and process.
 
     Keyed by the identity of the tuple, not its value: hashing 180 rules for every input
     cost more than scanning a small log. The matcher keeps `rules` alive, so ids stay unique.
@@ -71,33 +96,16 @@ def build_matcher(rules: tuple[Rule, ...], prefer: str = "auto") -> Matcher:
     key = (id(rules), prefer)
     matcher = _MATCHERS.get(key)
     if matcher is None or matcher.rules is not rules:
-        matcher = _compile_matcher(rules, prefer)
+        matcher = _new_matcher(rules, prefer)
         _MATCHERS[key] = matcher
     return matcher
 
 
-def _compile_matcher(rules: tuple[Rule, ...], prefer: str) -> Matcher:
-    """Compile all patterns of `rules` and all parser anchors into one scan."""
-    patterns: list[ScanPattern] = []
-    targets: list[_Target] = []
-    for rule in rules:
-        for regex in rule.patterns:
-            patterns.append(ScanPattern(regex, rule.ignore_case))
-            targets.append(_Target(rule=rule, kind=None, anchor=-1))
-    anchors: dict[InputKind, tuple[re.Pattern[str], ...]] = {}
-    for parser in PARSERS:
-        if isinstance(parser, LogParser):
-            anchors[parser.kind] = tuple(re.compile(a) for a in parser.anchors)
-            for index, regex in enumerate(parser.anchors):
-                patterns.append(ScanPattern(regex))
-                targets.append(_Target(rule=None, kind=parser.kind, anchor=index))
-    relevant = {
-        kind: frozenset(
-            index
-            for index, target in enumerate(targets)
-            if (target.rule is not None and kind in target.rule.inputs) or target.kind is kind
-        )
-        for kind in InputKind
+def _new_matcher(rules: tuple[Rule, ...], prefer: str) -> Matcher:
+    anchors = {
+        parser.kind: tuple(re.compile(a) for a in parser.anchors)
+        for parser in PARSERS
+        if isinstance(parser, LogParser)
     }
     fact_rules: dict[InputKind, dict[str, tuple[Rule, ...]]] = {}
     for kind in InputKind:
@@ -107,14 +115,25 @@ def _compile_matcher(rules: tuple[Rule, ...], prefer: str) -> Matcher:
                 for key in dict.fromkeys(condition.key for condition in rule.facts):
                     keyed.setdefault(key, []).append(rule)
         fact_rules[kind] = {key: tuple(found) for key, found in keyed.items()}
-    return Matcher(
-        rules=rules,
-        backend=make_backend(patterns, prefer),
-        targets=tuple(targets),
-        anchors=anchors,
-        relevant=relevant,
-        fact_rules=fact_rules,
-    )
+    return Matcher(rules=rules, prefer=prefer, anchors=anchors, fact_rules=fact_rules)
+
+
+def _compile_kind(rules: tuple[Rule, ...], kind: InputKind, prefer: str) -> KindScan:
+    """One scan over the patterns of the rules for `kind` and the anchors of its parser."""
+    patterns: list[ScanPattern] = []
+    targets: list[_Target] = []
+    for rule in rules:
+        if kind not in rule.inputs:
+            continue
+        for regex in rule.patterns:
+            patterns.append(ScanPattern(regex, rule.ignore_case))
+            targets.append(_Target(rule=rule, kind=None, anchor=-1))
+    for parser in PARSERS:
+        if isinstance(parser, LogParser) and parser.kind is kind:
+            for index, regex in enumerate(parser.anchors):
+                patterns.append(ScanPattern(regex))
+                targets.append(_Target(rule=None, kind=kind, anchor=index))
+    return KindScan(backend=make_backend(patterns, prefer), targets=tuple(targets))
 
 
 class _HitBuffer:
@@ -210,17 +229,14 @@ def _scan(
 ) -> Iterator[tuple[Line, frozenset[int]]]:
     """Rule hits into `buffer`; yields each candidate line with the parser anchors it matched."""
     kind_anchors = matcher.anchors.get(kind, ())
-    relevant = matcher.relevant[kind]
-    for candidate in scan_chunks(chunks, matcher.backend):
-        indexes = candidate.patterns & relevant
-        if not indexes:
-            continue  # only another kind's patterns matched: no need to decode the line
-        targets = [matcher.targets[i] for i in indexes]
+    search = matcher.scan_for(kind)
+    for candidate in scan_chunks(chunks, search.backend):
+        targets = [search.targets[i] for i in candidate.patterns]
         line = parser.make_line(path, candidate.lineno, decode(candidate.line))
         seen: set[str] = set()
         for target in targets:
             rule = target.rule
-            if rule is None or rule.id in seen or kind not in rule.inputs:
+            if rule is None or rule.id in seen:
                 continue
             seen.add(rule.id)
             captures = rule.match_line(line.raw)

@@ -8,7 +8,10 @@ field, before any input is read.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -16,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from crashlens.diskcache import read_entry, write_entry
 from crashlens.errors import PatternError
 from crashlens.model import Category, Fact, FactValue, InputKind, Role
 
@@ -312,8 +316,14 @@ def _against(data: dict[str, Any], role: Role, path: str) -> bool:
     return against
 
 
-def parse_rule(data: dict[str, Any], path: str, folder: str | None = None) -> Rule:
-    """Validate one rule's TOML table; `folder` is its category folder when loaded from disk."""
+def parse_rule(
+    data: dict[str, Any], path: str, folder: str | None = None, compile_check: bool = True
+) -> Rule:
+    """Validate one rule's TOML table; `folder` is its category folder when loaded from disk.
+
+    `compile_check=False` skips compiling the line patterns, for tables that already passed
+    it (the rule-library cache): compiling ~450 regexes is most of the load time.
+    """
     rule_id = _require(data, "id", str, path)
     if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", rule_id):
         raise PatternError(path, f"id {rule_id!r} must be kebab-case")
@@ -344,7 +354,7 @@ def parse_rule(data: dict[str, Any], path: str, folder: str | None = None) -> Ru
         if flag not in _FLAGS:
             raise PatternError(path, f"unknown flag {flag!r}")
     ignore_case = "IGNORECASE" in flags
-    for pattern in patterns + excludes:
+    for pattern in patterns + excludes if compile_check else ():
         try:
             re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         except re.error as error:
@@ -390,11 +400,16 @@ def parse_rule(data: dict[str, Any], path: str, folder: str | None = None) -> Ru
 
 def load_rule_file(path: Path) -> Rule:
     """Load and validate one rule file."""
+    return parse_rule(_table(path, path.read_bytes()), str(path), folder=path.parent.name)
+
+
+def _table(path: Path, content: bytes) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(content.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise PatternError(str(path), f"not UTF-8: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise PatternError(str(path), f"not valid TOML: {error}") from None
-    return parse_rule(data, str(path), folder=path.parent.name)
 
 
 def default_pattern_dir() -> Path:
@@ -406,18 +421,48 @@ def default_pattern_dir() -> Path:
 
 
 def load_rules(directory: Path) -> tuple[Rule, ...]:
-    """Load every `<category>/<id>.toml` under `directory`, sorted by id; ids must be unique."""
+    """Load every `<category>/<id>.toml` under `directory`, sorted by id; ids must be unique.
+
+    The parsed tables of a library that passed validation are cached (as JSON, keyed by a
+    digest of every file's path and bytes and the Python version): a scan forks its workers
+    only after loading the library, so its load time is paid before any job runs.
+    """
+    paths = [p for p in sorted(directory.glob("*/*.toml")) if p.parent.name != "tables"]
+    contents = [path.read_bytes() for path in paths]
+    digest = hashlib.sha256(f"{_LIBRARY_CACHE_FORMAT} {sys.version}".encode())
+    for path, content in zip(paths, contents, strict=True):
+        digest.update(f"{path.parent.name}/{path.name}\0{len(content)}\0".encode() + content)
+    entry = f"rules-{digest.hexdigest()[:24]}.json"
+    cached = _cached_tables(entry, len(paths))
+    tables = cached or [_table(p, c) for p, c in zip(paths, contents, strict=True)]
     rules: list[Rule] = []
     seen: dict[str, str] = {}
-    for path in sorted(directory.glob("*/*.toml")):
-        if path.parent.name == "tables":
-            continue
-        rule = load_rule_file(path)
+    for path, table in zip(paths, tables, strict=True):
+        rule = parse_rule(table, str(path), path.parent.name, compile_check=cached is None)
         if rule.id in seen:
             raise PatternError(str(path), f"duplicate id {rule.id!r} (also in {seen[rule.id]})")
         seen[rule.id] = str(path)
         rules.append(rule)
+    if cached is None:  # the whole library is valid: worth keeping
+        write_entry(entry, json.dumps(tables, ensure_ascii=False).encode("utf-8"))
     return tuple(sorted(rules, key=lambda r: r.id))
+
+
+_LIBRARY_CACHE_FORMAT = 1
+"""Bump when what a cached table means changes."""
+
+
+def _cached_tables(entry: str, count: int) -> list[dict[str, Any]] | None:
+    data = read_entry(entry)
+    if data is None:
+        return None
+    try:
+        tables = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(tables, list) or len(tables) != count:
+        return None
+    return tables if all(isinstance(t, dict) for t in tables) else None
 
 
 @cache

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
+from crashlens.diskcache import read_entry, write_entry
 from crashlens.literals import required_literals
 
 # One literal prefix (ESC) before the alternation lets `re` jump from escape to escape.
@@ -47,6 +46,111 @@ def unanchored(regex: str) -> str:
     return _TRAILING_DOLLAR.sub("", _LEADING_CARET.sub(r"\1", regex))
 
 
+# A last atom (class, escape or plain character) and its quantifier, at the end of a pattern.
+_TAIL_REPEAT = re.compile(
+    r"(\[(?:\\.|[^\]\\])*\]|\\.|[^\\()|\[\]*+?{}])(\*|\?|\+|\{[0-9]+(?:,[0-9]*)?\})$"
+)
+
+
+def scan_form(regex: str) -> str:
+    """What the buffer scan searches for: `unanchored(regex)` with its tail cut short.
+
+    Hyperscan reports *every* end offset of a match, and each one costs a Python callback:
+    `-{20,}` on a 60-dash border line reports 41 ends, `\\[[0-9]+\\]:[ \\t]*` two. The scan
+    only needs to know which lines hold a match, so a trailing optional atom is dropped and a
+    trailing repeat keeps its minimum (also inside a final group's alternatives). Each step
+    gives a superset on every line; the per-line re-check with the full regex stays exact.
+    """
+    whole = unanchored(regex)
+    trimmed = _trim_tail(whole)
+    try:
+        re.compile(trimmed)
+    except re.error:  # an escape cut in half (`\\x1b*`): keep the pattern whole
+        return whole
+    return trimmed if trimmed else whole
+
+
+def _trim_tail(regex: str) -> str:
+    while True:
+        if regex[-2:] in (")?", ")*") and regex[-3:-2] != "\\":
+            group = _final_group(regex[:-1])
+            if group is None:
+                return regex
+            regex = regex[: group[0]]  # an optional group at the end: drop it
+            continue
+        if regex.endswith(")+") and regex[-3:-2] != "\\":
+            regex = regex[:-1]
+        if regex.endswith(")") and not regex.endswith("\\)"):
+            group = _final_group(regex)
+            if group is None:
+                return regex
+            start, opener = group
+            body = regex[start + len(opener) : -1]
+            branches = [_trim_tail(b) for b in _split_branches(body)]
+            return regex[:start] + opener + "|".join(branches) + ")"
+        match = _TAIL_REPEAT.search(regex)
+        if match is None:
+            return regex
+        atom, quantifier = match.group(1), match.group(2)
+        head = regex[: match.start()]
+        if quantifier in ("*", "?") or quantifier.startswith("{0"):
+            regex = head  # zero repeats allowed: drop it and look at what precedes
+            continue
+        if quantifier == "+":
+            return head + atom
+        least = quantifier[1:-1].split(",")[0]
+        return head + atom + ("" if least == "1" else "{" + least + "}")
+
+
+def _final_group(regex: str) -> tuple[int, str] | None:
+    """(start, opener) of the group that closes at the end of `regex`, if it is plain."""
+    depth = 0
+    index = len(regex) - 1
+    while index >= 0:
+        char = regex[index]
+        escaped = index > 0 and regex[index - 1] == "\\"
+        if char == ")" and not escaped:
+            depth += 1
+        elif char == "(" and not escaped:
+            depth -= 1
+            if depth == 0:
+                break
+        elif char == "]" and not escaped:
+            return None  # a class inside: not worth a full parser, keep the pattern as is
+        index -= 1
+    else:
+        return None
+    for opener in ("(?:", "("):
+        if regex.startswith(opener, index):
+            if opener == "(" and regex.startswith("(?", index):
+                return None  # lookaround, named or flag group: keep as is
+            return index, opener
+    return None
+
+
+def _split_branches(body: str) -> list[str]:
+    """The top-level alternatives of a group body (no character classes inside)."""
+    branches: list[str] = []
+    depth = 0
+    current = 0
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            branches.append(body[current:index])
+            current = index + 1
+        index += 1
+    branches.append(body[current:])
+    return branches
+
+
 class Backend(Protocol):
     """A multi-pattern searcher over one buffer."""
 
@@ -70,7 +174,7 @@ class PythonBackend:
         self._compiled: list[re.Pattern[bytes]] = []
         self._literals: list[tuple[tuple[bytes, ...], bool] | None] = []
         for p in patterns:
-            regex = unanchored(p.regex)
+            regex = scan_form(p.regex)
             self._compiled.append(
                 re.compile(
                     regex.encode("utf-8"), re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
@@ -131,7 +235,7 @@ class HyperscanBackend:
         import hyperscan  # deferred: a native module, only needed when scanning
 
         self._hs = hyperscan
-        expressions = [unanchored(p.regex).encode("utf-8") for p in patterns]
+        expressions = [scan_form(p.regex).encode("utf-8") for p in patterns]
         flags = [
             hyperscan.HS_FLAG_MULTILINE
             | hyperscan.HS_FLAG_ALLOWEMPTY
@@ -141,7 +245,7 @@ class HyperscanBackend:
         self._empty = not expressions
         if self._empty:
             return
-        cache = _cache_file(expressions, flags)
+        cache = _cache_name(expressions, flags)
         cached = _load_cached(hyperscan, cache)
         if cached is not None:
             self._db = cached
@@ -171,18 +275,13 @@ class HyperscanBackend:
         return found
 
 
-def _cache_file(expressions: list[bytes], flags: list[int]) -> Path | None:
-    """Where the compiled database for these patterns is kept between runs (None: nowhere).
+def _cache_name(expressions: list[bytes], flags: list[int]) -> str | None:
+    """The cache entry for the compiled database of these patterns (None: not cacheable).
 
     Compiling the rule library takes about 0.2 s, more than analyzing a small job folder; the
     serialized database loads in microseconds. Keyed by the patterns, flags and the hyperscan
-    version, so a changed rule library simply gets a new file.
+    version, so a changed rule library simply gets a new entry.
     """
-    root = os.environ.get("CRASHLENS_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "crashlens"
-    )
-    if os.environ.get("CRASHLENS_NO_CACHE"):
-        return None
     digest = hashlib.sha256()
     try:
         digest.update(importlib.metadata.version("hyperscan").encode())
@@ -190,30 +289,24 @@ def _cache_file(expressions: list[bytes], flags: list[int]) -> Path | None:
         return None
     for expression, flag in zip(expressions, flags, strict=True):
         digest.update(expression + b"\0" + str(flag).encode() + b"\0")
-    return Path(root) / f"hyperscan-{digest.hexdigest()[:24]}.db"
+    return f"hyperscan-{digest.hexdigest()[:24]}.db"
 
 
-def _load_cached(hyperscan: Any, cache: Path | None) -> Any:
-    if cache is None:
+def _load_cached(hyperscan: Any, name: str | None) -> Any:
+    data = read_entry(name) if name is not None else None
+    if data is None:
         return None
     try:
-        database = hyperscan.loadb(cache.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        database = hyperscan.loadb(data, hyperscan.HS_MODE_BLOCK)
         database.scratch = hyperscan.Scratch(database)
-    except Exception:  # missing, unreadable or from another build: compile instead
+    except Exception:  # corrupt or from another build: compile instead
         return None
     return database
 
 
-def _store(hyperscan: Any, database: Any, cache: Path | None) -> None:
-    if cache is None:
-        return
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(hyperscan.dumpb(database))
-        partial.replace(cache)  # atomic: a concurrent reader never sees half a file
-    except OSError:
-        pass  # a read-only home only costs the compile next time
+def _store(hyperscan: Any, database: Any, name: str | None) -> None:
+    if name is not None:
+        write_entry(name, hyperscan.dumpb(database))
 
 
 def _database(hyperscan: Any, expressions: list[bytes], flags: list[int]) -> Any:

@@ -57,9 +57,8 @@ def frame(rows: Sequence[JobRow]) -> pl.DataFrame:
 
     schema = _schema()
     assert tuple(schema) == COLUMNS, "output schema and JobRow fields disagree"
-    data = pl.DataFrame([row.to_dict() for row in rows], schema=schema, orient="row")
-    if not rows:
-        data = pl.DataFrame(schema=schema)
+    # Built column by column: polars converts a list per column far faster than a dict per row.
+    data = pl.DataFrame({name: [getattr(row, name) for row in rows] for name in COLUMNS}, schema)
     return data.sort("job").with_columns(
         [
             pl.from_epoch((pl.col(name) * 1_000_000).round(0).cast(pl.Int64), time_unit="us")

@@ -20,6 +20,7 @@ import itertools
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -232,7 +233,7 @@ _BACKEND = "auto"
 def prepare(backend: str = "auto") -> tuple[Rule, ...]:
     """Load the rules and compile the scan database (once per process; cached)."""
     rules = shipped_rules()
-    build_matcher(rules, backend)
+    build_matcher(rules, backend).prepare_all()
     return rules
 
 
@@ -260,10 +261,20 @@ def _crashed(job: JobSpec, detail: str) -> JobRow:
 class Runner:
     """Maps `analyze_job` over jobs on `workers` processes (1: in this process)."""
 
-    def __init__(self, root: str, workers: int, backend: str = "auto") -> None:
+    def __init__(
+        self,
+        root: str,
+        workers: int,
+        backend: str = "auto",
+        meanwhile: Callable[[], object] | None = None,
+    ) -> None:
+        """`meanwhile` runs in a thread of this process once the workers are up (the parent
+        only waits for rows then): work for after the scan that can be done early."""
         self.root = root
         self.workers = max(1, workers)
         self.backend = backend
+        self.meanwhile = meanwhile
+        self._helper: threading.Thread | None = None
 
     def run(self, jobs: Iterable[JobSpec]) -> Generator[JobRow, None, None]:
         """Yield one row per job, in completion order. Close the generator to stop early."""
@@ -279,7 +290,18 @@ class Runner:
             return
         yield from self._pooled(iter(jobs))
 
+    def _start_helper(self) -> None:
+        if self.meanwhile is not None and self._helper is None:
+            self._helper = threading.Thread(target=self.meanwhile, daemon=True)
+            self._helper.start()
+
+    def _join_helper(self) -> None:
+        # Never fork while the helper runs: a child could inherit a lock it holds (an import).
+        if self._helper is not None:
+            self._helper.join()
+
     def _executor(self, workers: int) -> ProcessPoolExecutor:
+        self._join_helper()
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         return ProcessPoolExecutor(
@@ -306,6 +328,7 @@ class Runner:
                     except BrokenProcessPool:
                         suspects.append(job)
                         executor = self._restart(executor, inflight, suspects)
+                self._start_helper()  # the workers exist once a job was submitted
                 if not inflight:
                     break
                 done, _ = wait(inflight, return_when=FIRST_COMPLETED)
@@ -323,6 +346,7 @@ class Runner:
                 yield self._alone(job)
         finally:
             _stop(executor)
+            self._join_helper()
 
     def _restart(
         self,

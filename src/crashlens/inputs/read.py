@@ -121,7 +121,23 @@ def text_chunks(stream: IO[bytes], head: bytes) -> Iterator[bytes]:
     encoding = utf16_encoding(head)
     if encoding:
         return iter_utf16_chunks(stream, encoding, head)
+    if _rewound(stream, len(head)):
+        return iter_chunks(stream)  # whole chunks from the start: no head + rest copy
     return iter_chunks(stream, first=head)
+
+
+def _rewound(stream: IO[bytes], position: int) -> bool:
+    """Seek a file back to its start when that is cheap (a regular file or archive member).
+
+    Reading the head again costs less than gluing it to the rest of a small log, which
+    copied every byte of a scan once more."""
+    try:
+        if not stream.seekable() or stream.tell() != position:
+            return False
+        stream.seek(0)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def sniff_text(head: bytes) -> str:
