@@ -1092,7 +1092,16 @@ _SNIFF_FAMILIES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
     (
-        (".py:", "deepspeed.launcher", "ds_accelerator"),
+        (
+            "[launch.py:",
+            "runner.py:",
+            "[real_accelerator.py:",
+            "[engine.py:",
+            "[utils.py:",
+            "[config.py:",
+            "deepspeed.launcher",
+            "ds_accelerator",
+        ),
         re.compile(
             r"\[(?:launch|runner|multinode_runner|real_accelerator|engine|utils|config)\.py:[0-9]+:"
             r"|deepspeed\.launcher|ds_accelerator"
@@ -1134,6 +1143,8 @@ _EXCEPTION_PREFIX = re.compile(r"(?:\[[a-z]+[0-9]+\]: ?)?[A-Za-z_][A-Za-z0-9_.]*
 _JSON_LIST = re.compile(r"\[[ \t\r\n]*[{\"\]]")
 _YAML_COMPOSE = re.compile(r"^services:[ \t]*$", re.MULTILINE)
 _KERNEL_PREFIX = re.compile(r"(?:<[0-9]>)?\[ *[0-9]+\.[0-9]+\]|kern +:")
+_KERNEL_STAMP = re.compile(r"\[ *[0-9]+\.[0-9]+\]")
+"""In every line `_KERNEL_PREFIX` matches without `kern`; a leading literal, so `re` skips fast."""
 
 
 def sniff_launcher(head: str) -> float:
@@ -1147,7 +1158,9 @@ def sniff_launcher(head: str) -> float:
     if stripped[0] == "{" or _JSON_LIST.match(stripped) or compose:
         # JSON (a torchelastic error file, docker inspect) or a compose file quoting a command
         return min(score, 0.1)
-    kernel = sum(1 for line in lines if "kernel: " in line or _KERNEL_PREFIX.match(line))
+    kernel = 0
+    if "kern" in head or _KERNEL_STAMP.search(head):  # most launcher logs have neither
+        kernel = sum(1 for line in lines if "kernel: " in line or _KERNEL_PREFIX.match(line))
     if kernel * 4 > len(lines):
         score *= 0.4  # mostly a kernel log that mentions a launcher or a traceback
     return min(score, 0.95)

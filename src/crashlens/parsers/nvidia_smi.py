@@ -224,8 +224,21 @@ _DEVICE_HANDLE_RE = re.compile(r"^Unable to determine the device handle for (?:G
 _BAD_FIELD_RE = re.compile(r'^Field "[^"]*" is not a valid field to query')
 
 
-def _parse_failures(lines: list[tuple[int, str]], out: _Out) -> None:
+_FAILURE_LITERALS = (
+    "NVIDIA-SMI has failed",
+    "NVIDIA-SMI couldn't find",
+    "No devices were found",
+    "Failed to initialize NVML: ",
+    "Unable to determine the device handle",
+    "is not a valid field to query",
+)
+"""One of these is in every line `_FAILURES` or `_BAD_FIELD_RE` matches: most outputs have none."""
+
+
+def _parse_failures(text: str, lines: list[tuple[int, str]], out: _Out) -> None:
     """Whole-output failures, and per-GPU `Unable to determine the device handle` lines."""
+    if "\x1b" not in text and not any(literal in text for literal in _FAILURE_LITERALS):
+        return  # (ANSI escapes could split a literal: then every line is looked at)
     nvml_version = next(
         (m.group(1) for _, line in lines if (m := _NVML_VERSION_RE.match(line.strip()))), None
     )
@@ -1276,7 +1289,7 @@ class NvidiaSmiParser(DocumentParser):
         """Read whichever nvidia-smi outputs the input holds; never raises on odd input."""
         out = _Out(path)
         lines = [(n, clean_line(raw)) for n, raw in enumerate(text.split("\n"), start=1)]
-        _parse_failures(lines, out)
+        _parse_failures(text, lines, out)
         kinds = _detect(lines)
         if "xml" in kinds:
             _parse_xml(text, out)
