@@ -130,3 +130,16 @@ def test_scan_form_finds_every_line_the_full_pattern_finds() -> None:
         full, cut = re.compile(regex, flags), re.compile(scan_form(regex), flags)
         missed = [line for line in lines if full.search(line) and not cut.search(line)]
         assert not missed, (regex, missed[:3])
+
+
+@pytest.mark.parametrize("chunk_lines", [1, 2, 3, 7, 50])
+def test_line_numbers_are_exact_across_chunks_of_any_size(chunk_lines: int) -> None:
+    lines = [b"Bus error" if n % 5 == 0 or n == 1 else b"fine %d" % n for n in range(1, 41)]
+    lines.append(b"")  # blank lines count as lines too
+    lines.append(b"Bus error at the end")
+    chunks = [
+        b"".join(line + b"\n" for line in lines[i : i + chunk_lines])
+        for i in range(0, len(lines), chunk_lines)
+    ]
+    found = [c.lineno for c in scan_chunks(chunks, PythonBackend([ScanPattern("Bus error")]))]
+    assert found == [n for n, line in enumerate(lines, start=1) if b"Bus error" in line]

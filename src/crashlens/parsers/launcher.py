@@ -159,36 +159,50 @@ class _Prefixes:
     timestamp: float | None = None
 
 
+_PEELERS = (
+    _RANK_PREFIX,
+    _GLOG,
+    _GLOG_BRACKET,
+    _GLOG_BRACKET_NODATE,
+    _DS_TIME,
+    _NCCL_HOST,
+    _PDSH_AT,
+    _STREAM_PREFIX,
+    _TEE_PREFIX,
+    _HOST_PREFIX,
+)
+"""Known line prefixes, in the order they are tried."""
+_ANY_PREFIX = re.compile("|".join(f"(?P<p{i}>{rx.pattern})" for i, rx in enumerate(_PEELERS)))
+"""All of them in one alternation: `re` tries the branches in order, as `_peel` would, so one
+call finds which prefix (if any) opens the line instead of up to ten failed matches."""
+
+
 def _peel(text: str, found: _Prefixes) -> str | None:
     """Remove one known prefix from `text`, recording it; None when no prefix is left."""
-    if m := _RANK_PREFIX.match(text):
+    opening = _ANY_PREFIX.match(text)
+    if opening is None or opening.lastgroup is None:
+        return None
+    peeler = _PEELERS[int(opening.lastgroup[1:])]
+    m = peeler.match(text)
+    if m is None:  # pragma: no cover - the alternation just matched this branch
+        return None
+    if peeler is _RANK_PREFIX or peeler is _TEE_PREFIX:
         found.rank = int(m.group(1))
-        return text[m.end() :]
-    if m := _GLOG.match(text):
+    elif peeler is _GLOG or peeler is _GLOG_BRACKET:
         found.timestamp = _glog_time(m)
-        return text[m.end() :] if found.timestamp is not None else None
-    if m := _GLOG_BRACKET.match(text):
-        found.timestamp = _glog_time(m)
-        return text[m.end() :] if found.timestamp is not None else None
-    if m := _GLOG_BRACKET_NODATE.match(text):
-        return text[m.end() :]
-    if m := _DS_TIME.match(text):
+        if found.timestamp is None:
+            return None
+    elif peeler is _DS_TIME:
         found.timestamp = _ds_time(m)
-        return text[m.end() :] if found.timestamp is not None else None
-    if m := _NCCL_HOST.match(text):
+        if found.timestamp is None:
+            return None
+    elif peeler is _NCCL_HOST:
         found.host = m.group(1)
-        return text[m.end() :]
-    if m := _PDSH_AT.match(text):
-        return text[m.end() :]
-    if m := _STREAM_PREFIX.match(text):
-        return text[m.end() :]
-    if m := _TEE_PREFIX.match(text):
-        found.rank = int(m.group(1))
-        return text[m.end() :]
-    if (m := _HOST_PREFIX.match(text)) and _looks_like_host(m.group(1)):
+    elif peeler is _HOST_PREFIX:
+        if not _looks_like_host(m.group(1)):
+            return None
         found.host = m.group(1)
-        return text[m.end() :]
-    return None
+    return text[m.end() :]
 
 
 def _looks_like_host(token: str) -> bool:
