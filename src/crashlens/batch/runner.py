@@ -9,10 +9,10 @@ down to one `JobRow`. It never raises: a job that cannot be read or analyzed is 
 the hyperscan database are built, so workers inherit them instead of compiling their own; the
 largest jobs go first (short tail); small jobs travel in batches (one task each cost the
 parent more than a tenth of their analysis); at most a few batches per worker are in flight, so
-memory stays flat whatever the archive's size. A worker that dies (a crash, the OOM killer) breaks the pool:
-the pool is rebuilt, the jobs that were in flight are retried one at a time, and a job that
-kills a worker again becomes a row with a reason. Ctrl-C stops the workers and keeps every row
-finished so far.
+memory stays flat whatever the archive's size. A worker that dies (a crash, the OOM killer)
+breaks the pool: the pool is rebuilt, the jobs that were in flight are retried one at a time,
+and a job that kills a worker again becomes a row with a reason. Ctrl-C stops the workers and
+keeps every row finished so far.
 """
 
 from __future__ import annotations
