@@ -9,7 +9,7 @@ whatever the size of the input.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from crashlens.detect import detect
@@ -226,12 +226,20 @@ def _scan(
     parser: Parser,
     matcher: Matcher,
     buffer: _HitBuffer,
+    settled: Container[int] = (),
 ) -> Iterator[tuple[Line, frozenset[int]]]:
-    """Rule hits into `buffer`; yields each candidate line with the parser anchors it matched."""
+    """Rule hits into `buffer`; yields each candidate line with the parser anchors it matched.
+
+    `settled`: anchors the collector needs no more lines of (it may grow as lines are fed); a
+    line proposed for those alone is skipped undecoded (every rank repeating one NCCL line
+    was almost half the candidate lines of a scan).
+    """
     kind_anchors = matcher.anchors.get(kind, ())
     search = matcher.scan_for(kind)
     for candidate in scan_chunks(chunks, search.backend):
         targets = [search.targets[i] for i in candidate.patterns]
+        if settled and all(t.rule is None and t.anchor in settled for t in targets):
+            continue
         line = parser.make_line(path, candidate.lineno, decode(candidate.line))
         seen: set[str] = set()
         for target in targets:
@@ -310,7 +318,7 @@ def _analyze(
             assert isinstance(parser, LogParser)
             collector = parser.collector(source.path)
             for line, anchors in _scan(
-                chunks, source.path, detection.kind, parser, matcher, buffer
+                chunks, source.path, detection.kind, parser, matcher, buffer, collector.settled
             ):
                 if anchors:
                     collector.feed(line, anchors)

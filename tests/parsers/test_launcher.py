@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
-from crashlens.model import Fact
+from crashlens.engine import analyze_source
+from crashlens.inputs.discover import Source
+from crashlens.model import Fact, InputKind
 from crashlens.parsers.base import collect_text, safe_sniff
 from crashlens.parsers.launcher import GLOG_YEAR, LauncherParser, parse_cuda_oom
 from crashlens.parsers.torchelastic import TorchElasticErrorParser
+from crashlens.rules import shipped_rules
 
 from conftest import SAMPLES, sample_text
 
@@ -405,3 +409,35 @@ def test_completion_marker_is_kept_at_its_last_line() -> None:
     _, facts = collect_text(PARSER, text, "train.log")
     completed = [f for f in facts if f.key == "launcher.completed"]
     assert [(f.value, f.lineno) for f in completed] == [(True, 4)]
+
+
+def _engine_facts(text: str, name: str) -> list[tuple[str, str, int | None]]:
+    source = Source(
+        path=name,
+        open=lambda: io.BytesIO(text.encode("utf-8")),
+        size_bytes=len(text),
+        name=name,
+    )
+    analysis = analyze_source(source, shipped_rules(), InputKind.LAUNCHER)
+    return sorted((f.key, str(f.value), f.lineno) for f in analysis.facts)
+
+
+@pytest.mark.parametrize("name", LAUNCHER)
+def test_skipping_settled_lines_changes_no_fact(name: str) -> None:
+    """The engine skips lines of anchors the collector has settled; feeding all gives the same."""
+    text = sample_text(f"launcher/{name}")
+    _, every_line = collect_text(PARSER, text, name)
+    assert _engine_facts(text, name) == sorted((f.key, str(f.value), f.lineno) for f in every_line)
+
+
+def test_only_the_first_transport_line_is_kept_and_later_errors_still_count() -> None:
+    ranks = [
+        f"[rank{r}]:node-1:100:{200 + r} [{r}] NCCL INFO Using network {'IB' if r else 'Socket'}"
+        for r in range(64)
+    ]
+    warning = "[rank3]:node-1:100:203 [3] NCCL WARN NET/IB : Got completion"
+    text = "\n".join([*ranks, warning]) + "\n"
+    facts = _engine_facts(text, "train.log")
+    assert ("nccl.transport", "Socket", 1) in facts
+    assert [f for f in facts if f[0] == "nccl.transport"] == [("nccl.transport", "Socket", 1)]
+    assert any(f[0] == "nccl.warn" and f[2] == 65 for f in facts)

@@ -97,6 +97,14 @@ class DocumentParser(Parser):
 class LogCollector(ABC):
     """Bounded state that turns the anchor lines of one log into facts, fed in order."""
 
+    settled: set[int]
+    """Anchors whose further lines can add nothing (a one-value fact already found): a line
+    that matched only these is not even decoded. Filled by the collector as it goes; a
+    collector must only settle an anchor when skipping its lines changes no fact."""
+
+    def __init__(self) -> None:
+        self.settled = set()
+
     @abstractmethod
     def feed(self, line: Line, anchors: frozenset[int]) -> None:
         """Take one line that matched at least one rule or anchor (`anchors`: their indexes)."""

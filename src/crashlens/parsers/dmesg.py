@@ -422,6 +422,7 @@ class _KernelCollector(LogCollector):
     """Turns the anchor lines of one kernel log into facts (bounded state)."""
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self.path = path
         self.store = _Store(MAX_ENTRIES)
         self.gpus: dict[str, dict[str, str]] = {}

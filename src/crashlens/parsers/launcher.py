@@ -477,7 +477,7 @@ ANCHORS: tuple[str, ...] = (
     r"|Received Signals\.SIG[A-Z0-9]+ death signal|exited on signal [0-9]+"
     r"|line [0-9]+: +[0-9]+ (?:Killed|Bus error|Segmentation fault|Aborted)",
     # 19 NCCL warnings, network choice and error names
-    r"NCCL WARN |NCCL INFO Using network |nccl(?:Remote|System|Internal|UnhandledCuda)Error"
+    r"NCCL WARN |nccl(?:Remote|System|Internal|UnhandledCuda)Error"
     r"|ncclInvalid(?:Usage|Argument)|unhandled (?:system|cuda) error"
     r"|remote process exited or there was a network",
     # 20 pdsh remote status
@@ -486,6 +486,8 @@ ANCHORS: tuple[str, ...] = (
     r"CPU Virtual Memory: +used = ",
     # 22 the run finished (HF Trainer, DeepSpeed launcher): earlier tracebacks did not end it
     r"Training completed\.|'train_runtime': |train_runtime +=|Process [0-9]+ exits successfully",
+    # 23 NCCL transport: every rank prints it, the first one is all that is kept
+    r"NCCL INFO Using network ",
 )
 
 (
@@ -512,6 +514,7 @@ ANCHORS: tuple[str, ...] = (
     A_PDSH,
     A_CPU_MEM,
     A_COMPLETED,
+    A_TRANSPORT,
 ) = range(len(ANCHORS))
 
 REPORT_SPAN = 400
@@ -542,6 +545,7 @@ class LauncherCollector(LogCollector):
     """Bounded state over the anchor lines of one launcher log."""
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self.path = path
         self.facts: list[Fact] = []
         self.tools: dict[str, Fact] = {}
@@ -960,8 +964,6 @@ class LauncherCollector(LogCollector):
                 dev=dev,
                 where=m.group(2),
             )
-        if m := _NCCL_NET.search(text):
-            self._single("nccl.transport", m.group(1), line)
         for name, rx in _NCCL_ERRORS:
             if rx.search(text):
                 record = self._in_report(line)
@@ -975,6 +977,12 @@ class LauncherCollector(LogCollector):
     def on_pdsh(self, line: Line) -> None:
         if m := _PDSH_EXIT.search(line.raw):
             self._add("launcher.exit_code", int(m.group(2)), line, host=m.group(1), source="pdsh")
+
+    def on_transport(self, line: Line) -> None:
+        if m := _NCCL_NET.search(line.text):
+            self._single("nccl.transport", m.group(1), line)
+            # Its only fact is kept once, and the torchelastic report does not look at it.
+            self.settled.add(A_TRANSPORT)
 
     def on_completed(self, line: Line) -> None:
         """Keep the last line saying the run finished (`launcher.completed`)."""
@@ -1087,6 +1095,7 @@ _HANDLERS = {
     A_RESTART: LauncherCollector.on_restart,
     A_SIGNAL: LauncherCollector.on_signal,
     A_NCCL: LauncherCollector.on_nccl,
+    A_TRANSPORT: LauncherCollector.on_transport,
     A_PDSH: LauncherCollector.on_pdsh,
     A_CPU_MEM: LauncherCollector.on_cpu_mem,
     A_COMPLETED: LauncherCollector.on_completed,

@@ -569,12 +569,12 @@ class _QueryState:
 
 def _q_split(line: str) -> tuple[int, str, str | None]:
     """(indent, key, value or None) of one -q line; keys can carry trailing spaces."""
-    expanded = line.replace("\t", "    ")
-    indent = len(expanded) - len(expanded.lstrip(" "))
-    body = expanded.strip()
-    if ":" not in body:
-        return indent, body, None
-    key, value = body.split(":", 1)
+    expanded = line.replace("\t", "    ") if "\t" in line else line
+    body = expanded.lstrip(" ")
+    indent = len(expanded) - len(body)
+    key, colon, value = body.partition(":")
+    if not colon:
+        return indent, body.strip(), None
     return indent, key.strip(), value.strip()
 
 
@@ -691,8 +691,8 @@ def _q_line(state: _QueryState, lineno: int, line: str, out: _Out) -> None:
     if not line.strip() or "NVSMI LOG" in line:
         return
     indent, key, value = _q_split(line)
-    header = _Q_GPU_RE.match(line)
-    if indent == 0 and header:
+    header = _Q_GPU_RE.match(line) if indent == 0 else None
+    if header:
         state.gpu = _Gpu(index=len(state.gpus), pci=normalize_pci(header.group("bus")))
         state.gpus.append(state.gpu)
         state.stack, state.pending_ids = [], {}
