@@ -441,3 +441,16 @@ def test_only_the_first_transport_line_is_kept_and_later_errors_still_count() ->
     assert ("nccl.transport", "Socket", 1) in facts
     assert [f for f in facts if f[0] == "nccl.transport"] == [("nccl.transport", "Socket", 1)]
     assert any(f[0] == "nccl.warn" and f[2] == 65 for f in facts)
+
+
+def test_settled_version_lines_are_skipped_but_other_versions_still_found() -> None:
+    ranks = [
+        f"[rank{r}]:node-1:100:{200 + r} [{r}] NCCL INFO NCCL version 2.18.1+cuda12.1"
+        for r in range(32)
+    ]
+    later = ["[rank0]:PyTorch version: 2.3.0", "[rank0]:DataLoader num_workers=8, world_size=32"]
+    facts = _engine_facts("\n".join(ranks + later) + "\n", "train.log")
+    assert ("nccl.version", "2.18.1", 1) in facts
+    assert [f for f in facts if f[0] == "cuda.version"] == [("cuda.version", "12.1", 1)]
+    assert ("torch.version", "2.3.0", 33) in facts
+    assert ("launcher.num_workers", "8", 34) in facts

@@ -456,9 +456,8 @@ ANCHORS: tuple[str, ...] = (
     r"died with <Signals\.SIG[A-Z0-9]+: [0-9]+>|returned non-zero exit status -?[0-9]+",
     # 10 NCCL watchdog
     r"Watchdog caught collective operation timeout",
-    # 11 versions
-    r"NCCL version [0-9]|torch==[0-9]|(?:PyTorch|torch) version:? [0-9]"
-    r"|CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]",
+    # 11 versions: NCCL (every rank prints it; may name its CUDA)
+    r"NCCL version [0-9]",
     # 12 world layout
     r"WORLD INFO DICT|num_local_procs=|world_size|WORLD_SIZE|world size|--nproc[_-]per[_-]node"
     r"|--nnodes|--num_processes|--num_machines",
@@ -488,6 +487,9 @@ ANCHORS: tuple[str, ...] = (
     r"Training completed\.|'train_runtime': |train_runtime +=|Process [0-9]+ exits successfully",
     # 23 NCCL transport: every rank prints it, the first one is all that is kept
     r"NCCL INFO Using network ",
+    # 24 versions: torch (its `+cu121` names CUDA too) and CUDA
+    r"torch==[0-9]|(?:PyTorch|torch) version:? [0-9]"
+    r"|CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]",
 )
 
 (
@@ -515,7 +517,18 @@ ANCHORS: tuple[str, ...] = (
     A_CPU_MEM,
     A_COMPLETED,
     A_TRANSPORT,
+    A_VERSION_TOOLKIT,
 ) = range(len(ANCHORS))
+
+_SINGLE_KEYS = {
+    A_VERSION: ("nccl.version", "cuda.version"),
+    A_VERSION_TOOLKIT: ("torch.version", "cuda.version"),
+    A_WORLD: ("launcher.nnodes", "launcher.nproc_per_node", "launcher.world_size"),
+    A_WORKERS: ("launcher.num_workers",),
+    A_TRANSPORT: ("nccl.transport",),
+}
+"""Anchors whose handler only keeps the first value of these keys: once every one of them is
+known, further lines of the anchor change nothing and the engine may skip them undecoded."""
 
 REPORT_SPAN = 400
 """Lines a torchelastic report may span; a record field further away is not one of its fields."""
@@ -585,6 +598,10 @@ class LauncherCollector(LogCollector):
             handler = _HANDLERS.get(index)
             if handler is not None:
                 handler(self, line)
+            keys = _SINGLE_KEYS.get(index)
+            if keys is not None and all(key in self.singles for key in keys):
+                # `_report` ignores these anchors, so skipping their lines changes no fact.
+                self.settled.add(index)
 
     # --- torchelastic report ----------------------------------------------------------------
 
@@ -981,8 +998,6 @@ class LauncherCollector(LogCollector):
     def on_transport(self, line: Line) -> None:
         if m := _NCCL_NET.search(line.text):
             self._single("nccl.transport", m.group(1), line)
-            # Its only fact is kept once, and the torchelastic report does not look at it.
-            self.settled.add(A_TRANSPORT)
 
     def on_completed(self, line: Line) -> None:
         """Keep the last line saying the run finished (`launcher.completed`)."""
@@ -1096,6 +1111,7 @@ _HANDLERS = {
     A_SIGNAL: LauncherCollector.on_signal,
     A_NCCL: LauncherCollector.on_nccl,
     A_TRANSPORT: LauncherCollector.on_transport,
+    A_VERSION_TOOLKIT: LauncherCollector.on_version,
     A_PDSH: LauncherCollector.on_pdsh,
     A_CPU_MEM: LauncherCollector.on_cpu_mem,
     A_COMPLETED: LauncherCollector.on_completed,
