@@ -220,6 +220,7 @@ _KEY_RES: dict[str, re.Pattern[str]] = {
         *("Name", "Image", "Mounts", "Binds", "Tmpfs", "OCIRuntime", "Devices"),
     )
 }
+_BLANKS = re.compile(r"[ \t\r\n]*")
 _KEY_RES["memlock"] = re.compile(r'"Name"[ \t\r\n]*:[ \t\r\n]*"memlock"')
 _KEY_RES["NVIDIA_VISIBLE_DEVICES"] = re.compile(r'"NVIDIA_VISIBLE_DEVICES=')
 
@@ -237,12 +238,20 @@ class _Locator:
 
         A string `value` picks the line that holds it (`"Name"` and `"Image"` occur often).
         """
-        hit = None
-        if isinstance(value, str) and key in _KEY_RES:
-            exact = re.compile(r'"' + key + r'"[ \t\r\n]*:[ \t\r\n]*"/?' + re.escape(value) + '"')
-            hit = exact.search(self.text, self.start, self.end)
         pattern = _KEY_RES.get(key)
-        if hit is None and pattern is not None:
+        if pattern is None:
+            return None, None
+        hit = None
+        if isinstance(value, str):
+            # The key whose string value is `value` (a leading `/` allowed, as in "Name"),
+            # tested in place: compiling a regex per value cost more than the whole parse.
+            wanted = f'"{value}"'
+            for found in pattern.finditer(self.text, self.start, self.end):
+                at = _BLANKS.match(self.text, found.end()).end()
+                if self.text.startswith(wanted, at) or self.text.startswith(f'"/{value}"', at):
+                    hit = found
+                    break
+        if hit is None:
             hit = pattern.search(self.text, self.start, self.end)
         if hit is None:
             return None, None

@@ -51,6 +51,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar
 
 from crashlens.model import Fact, FactValue, InputKind, Line
@@ -359,6 +360,13 @@ _TOOLS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("python", re.compile(r"Traceback \(most recent call last\)")),
 )
 _TOOL_ORDER = [name for name, _ in _TOOLS]
+
+
+@lru_cache(maxsize=256)
+def _tools_gate(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex that matches where any of these tools' patterns would."""
+    return re.compile("|".join(f"(?:{rx.pattern})" for name, rx in _TOOLS if name in names))
+
 
 _HEADER = re.compile(r"^(Root Cause(?: \(first observed failure\))?|(?:Other )?Failures):[ \t]*$")
 _INDEX = re.compile(r"^\[([0-9]+)\]:[ \t]*$")
@@ -729,6 +737,9 @@ class LauncherCollector(LogCollector):
     # --- handlers -----------------------------------------------------------------------------
 
     def on_tool(self, line: Line) -> None:
+        missing = tuple(name for name, _ in _TOOLS if name not in self.tools)
+        if not missing or _tools_gate(missing).search(line.text) is None:
+            return  # most such lines (tracebacks, srun) name no tool not yet seen
         for name, rx in _TOOLS:
             if name not in self.tools and rx.search(line.text):
                 self.tools[name] = fact("launcher.tool", name, self.path, line.lineno, line.raw)

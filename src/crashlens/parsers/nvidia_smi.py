@@ -1104,6 +1104,7 @@ def _parse_csv(lines: list[tuple[int, str]], out: _Out) -> None:
 
 # --- -L and topo -m ------------------------------------------------------------------------------
 
+_TABLE_HEADER_RE = re.compile(r"^\|\s*GPU\s+Name\b")
 _LIST_GPU_RE = re.compile(r"^GPU (?P<index>\d+): (?P<name>.+?) \(UUID: (?P<uuid>GPU-[^)\s]+)\)")
 _LIST_MIG_RE = re.compile(
     r"^\s+MIG\s+(?P<profile>\S+)\s+Device\s+(?P<dev>\d+): \(UUID: (?P<uuid>MIG-[^)\s]+)\)"
@@ -1256,17 +1257,19 @@ def _detect(lines: list[tuple[int, str]]) -> set[str]:
     found: set[str] = set()
     texts = [line for _, line in lines]
     stripped = [t.strip() for t in texts if t.strip()]
-    if any(_BANNER_RE.search(t) for t in texts) or any(
-        re.match(r"^\|\s*GPU\s+Name\b", t) for t in stripped
+    # Each per-line test is gated by a literal its regex needs, looked for in the whole text.
+    whole = "\n".join(texts)
+    if ("NVIDIA-SMI" in whole and any(_BANNER_RE.search(t) for t in texts)) or (
+        "Name" in whole and any(_TABLE_HEADER_RE.match(t) for t in stripped)
     ):
         found.add("table")
-    if any("NVSMI LOG" in t for t in texts) or _looks_like_query(texts):
+    if "NVSMI LOG" in whole or ("Product " in whole and _looks_like_query(texts)):
         found.add("query")
-    if any("<nvidia_smi_log" in t for t in texts):
+    if "<nvidia_smi_log" in whole:
         found.add("xml")
-    if any(_LIST_GPU_RE.match(t) for t in stripped):
+    if "(UUID: GPU-" in whole and any(_LIST_GPU_RE.match(t) for t in stripped):
         found.add("list")
-    if any(_TOPO_HEADER_RE.match(t) for t in texts):
+    if "GPU0" in whole and any(_TOPO_HEADER_RE.match(t) for t in texts):
         found.add("topo")
     if not found and stripped and _sniff_csv(stripped) >= 0.5:
         found.add("csv")
