@@ -220,7 +220,6 @@ _KEY_RES: dict[str, re.Pattern[str]] = {
         *("Name", "Image", "Mounts", "Binds", "Tmpfs", "OCIRuntime", "Devices"),
     )
 }
-_BLANKS = re.compile(r"[ \t\r\n]*")
 _KEY_RES["memlock"] = re.compile(r'"Name"[ \t\r\n]*:[ \t\r\n]*"memlock"')
 _KEY_RES["NVIDIA_VISIBLE_DEVICES"] = re.compile(r'"NVIDIA_VISIBLE_DEVICES=')
 
@@ -247,7 +246,9 @@ class _Locator:
             # tested in place: compiling a regex per value cost more than the whole parse.
             wanted = f'"{value}"'
             for found in pattern.finditer(self.text, self.start, self.end):
-                at = _BLANKS.match(self.text, found.end()).end()
+                at = found.end()
+                while at < len(self.text) and self.text[at] in " \t\r\n":
+                    at += 1
                 if self.text.startswith(wanted, at) or self.text.startswith(f'"/{value}"', at):
                     hit = found
                     break
