@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import re
 
 import pytest
@@ -92,10 +93,15 @@ def test_compiled_database_is_cached_between_runs(tmp_path, monkeypatch) -> None
     ("regex", "expected"),
     [
         (r"^\[[0-9]+\]:[ \t]*$", r"\[[0-9]+\]:"),
-        (r"^[ \t]*(?:={20,}|-{20,}|\*{20,})[ \t]*$", r"[ \t]*(?:={20}|-{20}|\*{20})"),
+        (
+            r"^[ \t]*(?:={20,}|-{20,}|\*{20,})[ \t]*$",
+            r"[ \t]*(?:={20}(?:[^=\n]|$)|-{20}(?:[^\-\n]|$)|\*{20}(?:[^\*\n]|$))",
+        ),
         (r"Killed (process)(?: \(core dumped\))?", r"Killed (process)"),
         (r"x[ab]+", r"x[ab]"),
-        (r"a{2,5}", r"a{2}"),
+        (r"a{2,5}", r"a{2}(?:[^a\n]|$)"),  # a run found by its end: one match per run
+        (r"x[0-9]{3,}", r"x[0-9]{3}"),  # after a fixed start the run cannot slide
+        (r"x(?:={20,})", r"x(?:={20})"),
         (r"foo\\*", "foo"),
         # kept whole: lazy repeats, escaped quantifier characters, lookarounds, cut escapes
         (r"foo.*?", r"foo.*?"),
@@ -143,3 +149,24 @@ def test_line_numbers_are_exact_across_chunks_of_any_size(chunk_lines: int) -> N
     ]
     found = [c.lineno for c in scan_chunks(chunks, PythonBackend([ScanPattern("Bus error")]))]
     assert found == [n for n, line in enumerate(lines, start=1) if b"Bus error" in line]
+
+
+@pytest.mark.parametrize(
+    "regex",
+    [
+        r"a{2,}",
+        r"ba{2,4}",
+        r"[ab]{3,}",
+        r"(?:a{2,}|b{3,})c*",
+        r"x?(?:a{2,}|ba+)",
+        r"\-{2,}",
+        r"ab+",
+    ],
+)
+def test_scan_form_is_a_superset_on_every_short_line(regex: str) -> None:
+    full, cut = re.compile(regex), re.compile(scan_form(regex), re.MULTILINE)
+    for size in range(7):
+        for letters in itertools.product("abcx-", repeat=size):
+            line = "".join(letters)
+            if full.search(line):
+                assert cut.search(line), (regex, scan_form(regex), line)

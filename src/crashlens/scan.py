@@ -70,7 +70,9 @@ def scan_form(regex: str) -> str:
     return trimmed if trimmed else whole
 
 
-def _trim_tail(regex: str) -> str:
+def _trim_tail(regex: str, free: bool = True) -> str:
+    """`free`: what comes before `regex` may start anywhere (true at the top: the scan is
+    unanchored), which is what lets a run be found by its end alone."""
     while True:
         if regex[-2:] in (")?", ")*") and regex[-3:-2] != "\\":
             group = _final_group(regex[:-1])
@@ -86,7 +88,8 @@ def _trim_tail(regex: str) -> str:
                 return regex
             start, opener = group
             body = regex[start + len(opener) : -1]
-            branches = [_trim_tail(b) for b in _split_branches(body)]
+            inner = free and _matches_empty(regex[:start])
+            branches = [_trim_tail(b, inner) for b in _split_branches(body)]
             return regex[:start] + opener + "|".join(branches) + ")"
         match = _TAIL_REPEAT.search(regex)
         if match is None:
@@ -99,7 +102,33 @@ def _trim_tail(regex: str) -> str:
         if quantifier == "+":
             return head + atom
         least = quantifier[1:-1].split(",")[0]
-        return head + atom + ("" if least == "1" else "{" + least + "}")
+        if least == "1":
+            return head + atom
+        # `={20}` alone still ends at every `=` from the 20th on in a 60-`=` border; asking
+        # for the end of the run (a character that is not the atom, or the line's end) leaves
+        # one end per run and still finds every line with such a run.
+        other = _other_than(atom) if free and _matches_empty(head) else None
+        run_end = f"(?:{other}|$)" if other is not None else ""
+        return head + atom + "{" + least + "}" + run_end
+
+
+def _matches_empty(regex: str) -> bool:
+    """Whether `regex` (a prefix of a pattern) can match nothing, so a match may start later."""
+    try:
+        return re.fullmatch(regex, "") is not None
+    except re.error:
+        return False
+
+
+def _other_than(atom: str) -> str | None:
+    """A class matching one character of the line that `atom` does not match, if simple."""
+    if atom.startswith("[") and not atom.startswith("[^"):
+        return "[^" + atom[1:-1] + "\\n]"
+    if atom.startswith("\\") and (not atom[1].isalnum() or atom[1] in "dsw"):
+        return "[^" + atom + "\\n]"
+    if len(atom) == 1 and atom != ".":
+        return "[^" + ("\\" + atom if atom in "]\\^-" else atom) + "\\n]"
+    return None
 
 
 def _final_group(regex: str) -> tuple[int, str] | None:
