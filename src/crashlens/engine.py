@@ -24,7 +24,7 @@ from crashlens.inputs.read import (
 )
 from crashlens.model import Fact, Hit, InputAnalysis, InputKind, InputStatus, Line
 from crashlens.parsers import PARSERS, get_parser
-from crashlens.parsers.base import DocumentParser, LogParser, Parser
+from crashlens.parsers.base import DocumentParser, LogParser, Parser, clean_line
 from crashlens.rules import Rule
 from crashlens.scan import Backend, ScanPattern, make_backend, scan_chunks
 
@@ -228,7 +228,7 @@ def _scan(
     buffer: _HitBuffer,
     settled: Container[int] = (),
 ) -> Iterator[tuple[Line, frozenset[int]]]:
-    """Rule hits into `buffer`; yields each candidate line with the parser anchors it matched.
+    """Rule hits into `buffer`; yields each line that matched parser anchors, with them.
 
     `settled`: anchors the collector needs no more lines of (it may grow as lines are fed); a
     line proposed for those alone is skipped undecoded (every rank repeating one NCCL line
@@ -240,20 +240,22 @@ def _scan(
         targets = [search.targets[i] for i in candidate.patterns]
         if settled and all(t.rule is None and t.anchor in settled for t in targets):
             continue
-        line = parser.make_line(path, candidate.lineno, decode(candidate.line))
+        raw = clean_line(decode(candidate.line))
+        line: Line | None = None  # prefixes are split only for a line that is kept
         seen: set[str] = set()
         for target in targets:
             rule = target.rule
             if rule is None or rule.id in seen:
                 continue
             seen.add(rule.id)
-            captures = rule.match_line(line.raw)
+            captures = rule.match_line(raw)
             if captures is not None:
+                line = line or parser.located(path, candidate.lineno, raw)
                 buffer.add(line_hits(rule, line, captures))
         wanted = {t.anchor for t in targets if t.kind is kind}
-        matched = frozenset(i for i in wanted if kind_anchors[i].search(line.raw))
-        if matched or seen:
-            yield line, matched
+        matched = frozenset(i for i in wanted if kind_anchors[i].search(raw))
+        if matched:
+            yield line or parser.located(path, candidate.lineno, raw), matched
 
 
 def _fact_hits(facts: Iterable[Fact], kind: InputKind, matcher: Matcher) -> list[Hit]:
@@ -320,8 +322,7 @@ def _analyze(
             for line, anchors in _scan(
                 chunks, source.path, detection.kind, parser, matcher, buffer, collector.settled
             ):
-                if anchors:
-                    collector.feed(line, anchors)
+                collector.feed(line, anchors)
             facts = collector.finish()
     for hit in _fact_hits(facts, detection.kind, matcher):
         buffer.add(hit)

@@ -73,7 +73,10 @@ class Parser(ABC):
 
     def make_line(self, path: str, lineno: int, raw: str) -> Line:
         """Build a located `Line` from a raw line of this kind."""
-        cleaned = clean_line(raw)
+        return self.located(path, lineno, clean_line(raw))
+
+    def located(self, path: str, lineno: int, cleaned: str) -> Line:
+        """Build a located `Line` from a line already passed through `clean_line`."""
         split = self.split_line(cleaned)
         return Line(
             path=path,

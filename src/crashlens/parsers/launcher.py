@@ -495,9 +495,10 @@ ANCHORS: tuple[str, ...] = (
     r"Training completed\.|'train_runtime': |train_runtime +=|Process [0-9]+ exits successfully",
     # 23 NCCL transport: every rank prints it, the first one is all that is kept
     r"NCCL INFO Using network ",
-    # 24 versions: torch (its `+cu121` names CUDA too) and CUDA
-    r"torch==[0-9]|(?:PyTorch|torch) version:? [0-9]"
-    r"|CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]",
+    # 24 versions: torch (its `+cu121` names CUDA too)
+    r"torch==[0-9]|(?:PyTorch|torch) version:? [0-9]",
+    # 25 versions: CUDA (nvidia-smi banners in the log, torch.utils.collect_env)
+    r"CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]",
 )
 
 (
@@ -525,12 +526,14 @@ ANCHORS: tuple[str, ...] = (
     A_CPU_MEM,
     A_COMPLETED,
     A_TRANSPORT,
-    A_VERSION_TOOLKIT,
+    A_VERSION_TORCH,
+    A_VERSION_CUDA,
 ) = range(len(ANCHORS))
 
 _SINGLE_KEYS = {
     A_VERSION: ("nccl.version", "cuda.version"),
-    A_VERSION_TOOLKIT: ("torch.version", "cuda.version"),
+    A_VERSION_TORCH: ("torch.version", "cuda.version"),
+    A_VERSION_CUDA: ("cuda.version",),
     A_WORLD: ("launcher.nnodes", "launcher.nproc_per_node", "launcher.world_size"),
     A_WORKERS: ("launcher.num_workers",),
     A_TRANSPORT: ("nccl.transport",),
@@ -1122,7 +1125,8 @@ _HANDLERS = {
     A_SIGNAL: LauncherCollector.on_signal,
     A_NCCL: LauncherCollector.on_nccl,
     A_TRANSPORT: LauncherCollector.on_transport,
-    A_VERSION_TOOLKIT: LauncherCollector.on_version,
+    A_VERSION_TORCH: LauncherCollector.on_version,
+    A_VERSION_CUDA: LauncherCollector.on_version,
     A_PDSH: LauncherCollector.on_pdsh,
     A_CPU_MEM: LauncherCollector.on_cpu_mem,
     A_COMPLETED: LauncherCollector.on_completed,
