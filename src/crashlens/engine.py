@@ -9,7 +9,8 @@ whatever the size of the input.
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from crashlens.detect import detect
@@ -57,6 +58,8 @@ class KindScan:
     backend: Backend
     targets: tuple[_Target, ...]
     """Per pattern index of `backend`, what it stands for."""
+    anchor_patterns: dict[int, int]
+    """Per anchor of the kind's parser, its pattern index in `backend`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +136,11 @@ def _compile_kind(rules: tuple[Rule, ...], kind: InputKind, prefer: str) -> Kind
             for index, regex in enumerate(parser.anchors):
                 patterns.append(ScanPattern(regex))
                 targets.append(_Target(rule=None, kind=kind, anchor=index))
-    return KindScan(backend=make_backend(patterns, prefer), targets=tuple(targets))
+    return KindScan(
+        backend=make_backend(patterns, prefer),
+        targets=tuple(targets),
+        anchor_patterns={t.anchor: i for i, t in enumerate(targets) if t.rule is None},
+    )
 
 
 class _HitBuffer:
@@ -226,7 +233,7 @@ def _scan(
     parser: Parser,
     matcher: Matcher,
     buffer: _HitBuffer,
-    settled: Container[int] = (),
+    settled: AbstractSet[int] = frozenset(),
 ) -> Iterator[tuple[Line, frozenset[int]]]:
     """Rule hits into `buffer`; yields each line that matched parser anchors, with them.
 
@@ -236,10 +243,13 @@ def _scan(
     """
     kind_anchors = matcher.anchors.get(kind, ())
     search = matcher.scan_for(kind)
-    for candidate in scan_chunks(chunks, search.backend):
+    ignored: set[int] = set()  # the scan patterns of settled anchors
+    for candidate in scan_chunks(chunks, search.backend, ignored):
+        if len(settled) > len(ignored):
+            ignored.update(search.anchor_patterns[a] for a in settled)
         targets = [search.targets[i] for i in candidate.patterns]
-        if settled and all(t.rule is None and t.anchor in settled for t in targets):
-            continue
+        if ignored.issuperset(candidate.patterns):
+            continue  # settled while this line was already on its way
         raw = clean_line(decode(candidate.line))
         line: Line | None = None  # prefixes are split only for a line that is kept
         seen: set[str] = set()

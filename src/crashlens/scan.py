@@ -389,8 +389,14 @@ def strip_ansi(chunk: bytes) -> bytes:
     return b"".join(_ANSI_BYTES.split(chunk)) if b"\x1b" in chunk else chunk
 
 
-def scan_chunks(chunks: Iterable[bytes], backend: Backend) -> Iterator[Candidate]:
-    """Yield candidate lines, in order, from newline-cut chunks of one input."""
+def scan_chunks(
+    chunks: Iterable[bytes], backend: Backend, ignored: set[int] | frozenset[int] = frozenset()
+) -> Iterator[Candidate]:
+    """Yield candidate lines, in order, from newline-cut chunks of one input.
+
+    A line proposed only by patterns in `ignored` (which the caller may grow as it goes) is
+    not yielded: no slice, no tuple, not even its line number is counted until needed.
+    """
     lines_before = 0
     previous: tuple[bytes, int] | None = None
     for raw_chunk in chunks:
@@ -410,6 +416,8 @@ def scan_chunks(chunks: Iterable[bytes], backend: Backend) -> Iterator[Candidate
         counted_to = 0
         lineno = lines_before + 1
         for start in sorted(by_start):
+            if ignored and ignored.issuperset(by_start[start]):
+                continue
             lineno += chunk.count(b"\n", counted_to, start)
             counted_to = start
             stop = chunk.find(b"\n", start)
