@@ -454,3 +454,14 @@ def test_settled_version_lines_are_skipped_but_other_versions_still_found() -> N
     assert [f for f in facts if f[0] == "cuda.version"] == [("cuda.version", "12.1", 1)]
     assert ("torch.version", "2.3.0", 33) in facts
     assert ("launcher.num_workers", "8", 34) in facts
+
+
+def test_tool_literals_cover_every_tool_pattern() -> None:
+    from crashlens.parsers.launcher import _TOOL_LITERALS, _TOOLS
+
+    assert set(_TOOL_LITERALS) == {name for name, _ in _TOOLS}
+    lines = [line for name in LAUNCHER for line in sample_text(f"launcher/{name}").splitlines()]
+    for name, rx in _TOOLS:
+        for line in lines:
+            if rx.search(line):
+                assert any(lit in line for lit in _TOOL_LITERALS[name]), (name, line)

@@ -51,7 +51,6 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import ClassVar
 
 from crashlens.model import Fact, FactValue, InputKind, Line
@@ -362,10 +361,16 @@ _TOOLS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _TOOL_ORDER = [name for name, _ in _TOOLS]
 
 
-@lru_cache(maxsize=256)
-def _tools_gate(names: tuple[str, ...]) -> re.Pattern[str]:
-    """One regex that matches where any of these tools' patterns would."""
-    return re.compile("|".join(f"(?:{rx.pattern})" for name, rx in _TOOLS if name in names))
+_TOOL_LITERALS = {
+    "llamafactory": ("llamafactory", "llama_factory", "LlamaFactory"),
+    "accelerate": ("accelerate launch", "accelerate/commands/", "bin/accelerate"),
+    "deepspeed": ("deepspeed.launcher", "launch.py:", "runner.py:"),
+    "torchrun": ("torchrun", "torch.distributed.", "ChildFailedError"),
+    "mpirun": ("mpirun", "mpiexec", "prterun"),
+    "slurm": ("slurmstepd: ", "srun"),
+    "python": ("Traceback (most recent call last)",),
+}
+"""Per tool, substrings one of which every match of its `_TOOLS` pattern contains."""
 
 
 _HEADER = re.compile(r"^(Root Cause(?: \(first observed failure\))?|(?:Other )?Failures):[ \t]*$")
@@ -740,11 +745,12 @@ class LauncherCollector(LogCollector):
     # --- handlers -----------------------------------------------------------------------------
 
     def on_tool(self, line: Line) -> None:
-        missing = tuple(name for name, _ in _TOOLS if name not in self.tools)
-        if not missing or _tools_gate(missing).search(line.text) is None:
-            return  # most such lines (tracebacks, srun) name no tool not yet seen
+        text = line.text
         for name, rx in _TOOLS:
-            if name not in self.tools and rx.search(line.text):
+            # The literal test first: most such lines (tracebacks) name no tool not yet seen.
+            if name in self.tools or not any(lit in text for lit in _TOOL_LITERALS[name]):
+                continue
+            if rx.search(text):
                 self.tools[name] = fact("launcher.tool", name, self.path, line.lineno, line.raw)
 
     def on_exception(self, line: Line) -> None:
