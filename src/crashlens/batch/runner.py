@@ -34,6 +34,7 @@ from crashlens.batch.fingerprint import fingerprint, normalize
 from crashlens.batch.hotspots import failure_host, implicated
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.row import JobRow
+from crashlens.classify import shipped_model
 from crashlens.engine import analyze_source, build_matcher
 from crashlens.inputs.discover import iter_inputs
 from crashlens.model import Category, Fact, Hit, InputAnalysis, InputStatus, Report, Role
@@ -90,7 +91,7 @@ def _fill(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
         reasons = "; ".join(row.skipped[:3]) or "no input"
         row.reason = f"nothing could be analyzed ({reasons})"
         return
-    report = build_report(analyses, rules)
+    report = build_report(analyses, rules, shipped_model())  # as `crashlens analyze` does
     hits = [hit for analysis in analyses for hit in analysis.hits]
     facts = [item for analysis in analyses for item in analysis.facts]
     row.verdict = report.verdict
@@ -235,9 +236,10 @@ _BACKEND = "auto"
 
 
 def prepare(backend: str = "auto") -> tuple[Rule, ...]:
-    """Load the rules and compile the scan database (once per process; cached)."""
+    """Load the rules and the model and build the scan databases (once per process)."""
     rules = shipped_rules()
     build_matcher(rules, backend).prepare_all()
+    shipped_model()
     return rules
 
 
