@@ -654,13 +654,33 @@ def _q_process(
             proc.used_text = None if proc.used_mib is not None else value
 
 
+_Q_READ_SECTIONS = frozenset(
+    {
+        "product name",
+        "serial number",
+        "gpu uuid",
+        "pci",
+        "fb memory usage",
+        "mig mode",
+        "ecc errors",
+        "processes",
+        "retired pages",
+        "remapped rows",
+        "gpu reset status",
+    }
+)
+"""The -q sections (first path element) `_q_field` reads beyond error sentinels."""
+
+
 def _q_field(state: _QueryState, path: list[str], value: str, lineno: int, line: str) -> None:
     """One `Key : Value` inside a GPU block."""
     gpu = state.gpu
     if gpu is None:
         return
-    joined = ".".join(path)
     sentinel = _sentinel(value)
+    if not sentinel and path[0] not in _Q_READ_SECTIONS:
+        return  # clocks, power, temperatures...: only an error sentinel there matters
+    joined = ".".join(path)
     if sentinel:
         label = " / ".join(path)
         gpu.errs.append((_Q_FIELDS.get(joined, joined), label, sentinel, lineno, line))
