@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 TABLE_FORMATS = ("parquet", "jsonl", "csv")
 _TIME_COLUMNS = ("first_failure_at", "job_mtime")
 _LIST_COLUMNS = ("rules", "hosts", "gpus", "hardware_hosts", "skipped")
+_NESTED_COLUMNS = (*_LIST_COLUMNS, "gpu_details")
 
 
 def _schema() -> dict[str, Any]:
@@ -58,7 +59,17 @@ def frame(rows: Sequence[JobRow]) -> pl.DataFrame:
     schema = _schema()
     assert tuple(schema) == COLUMNS, "output schema and JobRow fields disagree"
     # Built column by column: polars converts a list per column far faster than a dict per row.
-    data = pl.DataFrame({name: [getattr(row, name) for row in rows] for name in COLUMNS}, schema)
+    # Nested columns go through JSON: polars decodes it in Rust ~20x faster than it converts
+    # Python lists of dicts (gpu_details alone cost ~25 ms per 1000 jobs).
+    columns = {
+        name: pl.Series(
+            name, [json.dumps(getattr(row, name)) for row in rows], dtype=pl.Utf8
+        ).str.json_decode(schema[name])
+        if name in _NESTED_COLUMNS
+        else pl.Series(name, [getattr(row, name) for row in rows], dtype=schema[name])
+        for name in COLUMNS
+    }
+    data = pl.DataFrame(columns, schema)
     return data.sort("job").with_columns(
         [
             pl.from_epoch((pl.col(name) * 1_000_000).round(0).cast(pl.Int64), time_unit="us")
