@@ -216,3 +216,20 @@ def test_analyze_never_imports_polars() -> None:
         "assert 'polars' not in sys.modules, 'polars imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_each_row_says_what_crashlens_analyze_says_of_that_job(tmp_path: Path) -> None:
+    from crashlens.analyze import analyze
+
+    root = _archive(tmp_path / "archive")
+    example = Path(__file__).resolve().parents[2] / "examples" / "llamafactory-shm-bus-error"
+    for item in example.iterdir():
+        write(root / "2024-05" / "job-007" / item.name, item.read_text(encoding="utf-8"))
+    _scan(root, tmp_path / "out", workers=2)
+    rows = pl.read_parquet(tmp_path / "out" / "jobs.parquet").to_dicts()
+    assert len(rows) == 7
+    for row in rows:
+        report = analyze([str(root / row["job"])])
+        assert row["verdict"] == report.verdict, row["job"]
+        if report.verdict != "none":
+            assert row["confidence"] == pytest.approx(report.causes[0].confidence), row["job"]
