@@ -190,3 +190,14 @@ def test_a_broken_rule_is_reported_even_when_a_cache_exists(tmp_path, monkeypatc
     target.write_text(text.replace("any = [", 'any = ["(unclosed", ', 1), encoding="utf-8")
     with pytest.raises(PatternError, match="does not compile"):
         load_rules(library)
+
+
+def test_a_rule_with_a_toml_date_still_loads_uncached(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path / "cache"))
+    library = tmp_path / "patterns"
+    source = Path(RULES[0].source)
+    (library / source.parent.name).mkdir(parents=True)
+    text = source.read_text(encoding="utf-8").replace("\n[", "\nadded = 2024-05-01\n\n[", 1)
+    (library / source.parent.name / source.name).write_text(text, encoding="utf-8")
+    assert load_rules(library)[0].id == RULES[0].id
+    assert not list((tmp_path / "cache").glob("rules-*.json"))
