@@ -8,6 +8,7 @@ field, before any input is read.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -444,10 +445,9 @@ def load_rules(directory: Path) -> tuple[Rule, ...]:
         seen[rule.id] = str(path)
         rules.append(rule)
     if cached is None:  # the whole library is valid: worth keeping
-        try:
+        # A TOML date or time has no JSON form: such a library is just not cached.
+        with contextlib.suppress(TypeError, ValueError):
             write_entry(entry, json.dumps(tables, ensure_ascii=False).encode("utf-8"))
-        except (TypeError, ValueError):
-            pass  # a TOML date or time has no JSON form: such a library is just not cached
     return tuple(sorted(rules, key=lambda r: r.id))
 
 
