@@ -15,6 +15,7 @@ import importlib.metadata
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
 from crashlens.diskcache import read_entry, write_entry
@@ -52,6 +53,7 @@ _TAIL_REPEAT = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)
 def scan_form(regex: str) -> str:
     """What the buffer scan searches for: `unanchored(regex)` with its tail cut short.
 
