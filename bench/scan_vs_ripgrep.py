@@ -215,18 +215,33 @@ def main() -> None:
         f"{'size':>8} {'jobs':>6} {'rg s':>7} {'crashlens s':>11} {'ratio':>6} "
         f"{'rg MB/s':>8} {'cl MB/s':>8} {'cl RSS MiB':>10} {'rg RSS MiB':>10} {'cl s/GB':>8}"
     )
+    fit: dict[str, list[tuple[float, float]]] = {"rg": [], "cl": []}
     for gb in sizes:
         size = archive_bytes(archives[gb][0])
         rg_wall = statistics.median(w for w, _ in results[gb]["rg"])
         cl_wall = statistics.median(w for w, _ in results[gb]["cl"])
+        fit["rg"].append((size / 1e9, rg_wall))
+        fit["cl"].append((size / 1e9, cl_wall))
         cl_rss = max(r for _, r in results[gb]["cl"]) / 1024
         rg_rss = max(r for _, r in results[gb]["rg"]) / 1024
         jobs = summaries[gb]["jobs"]["scanned"]
         print(
             f"{size / 1e9:>6.2f}GB {jobs:>6} {rg_wall:>7.2f} {cl_wall:>11.2f} "
-            f"{cl_wall / rg_wall:>5.1f}x {size / 1e6 / rg_wall:>8.0f} {size / 1e6 / cl_wall:>8.0f} "
+            f"{cl_wall / rg_wall:>5.2f}x {size / 1e6 / rg_wall:>8.0f} {size / 1e6 / cl_wall:>8.0f} "
             f"{cl_rss:>10.0f} {rg_rss:>10.0f} {cl_wall / (size / 1e9):>8.2f}"
         )
+    if len(sizes) >= 2:
+        # Linear growth: wall = fixed + per_gb * size, fitted over the sizes, and how far the
+        # measured times stray from that line.
+        print()
+        for tool, name in (("cl", "crashlens"), ("rg", "ripgrep")):
+            xs, ys = zip(*fit[tool], strict=True)
+            per_gb, fixed = statistics.linear_regression(xs, ys)
+            worst = max(abs(y - (fixed + per_gb * x)) / y for x, y in fit[tool])
+            print(
+                f"{name:>9}: {fixed:.2f} s fixed + {per_gb:.2f} s per GB "
+                f"(largest deviation from that line {worst:.1%})"
+            )
     if args.accuracy:
         accuracy = _load(Path(__file__).with_name("scan_accuracy.py"), "scan_accuracy")
         gb = sizes[-1]
