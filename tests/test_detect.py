@@ -61,3 +61,20 @@ def test_junk_is_plain_text() -> None:
 
 def test_forced_kind_wins() -> None:
     assert detect("hello\n", "x", InputKind.DMESG).kind is InputKind.DMESG
+
+
+def test_a_named_parser_that_disagrees_is_not_sniffed_again(monkeypatch) -> None:
+    from crashlens.parsers.dmesg import KernelLogParser
+
+    calls: list[int] = []
+    real = KernelLogParser.sniff
+
+    def counting(head: str) -> float:
+        calls.append(len(head))
+        return real(head)
+
+    monkeypatch.setattr(KernelLogParser, "sniff", staticmethod(counting))
+    launcher = "[rank0]:Traceback (most recent call last):\n" + "torchrun step\n" * 2000
+    found = detect(launcher[:16384], "dmesg.txt")
+    assert found.kind is InputKind.LAUNCHER
+    assert calls == [4096, 16384]  # the quick try, the whole head; never a third time

@@ -35,44 +35,57 @@ def _named_parsers(name: str) -> tuple[Parser, ...]:
     return tuple(p for p in PARSERS if any(fnmatch(lower, glob) for glob in p.filenames))
 
 
-def scores(head: str, name: str) -> list[tuple[Parser, float, bool]]:
-    """Every parser's score for this input: (parser, score with bonus, filename matched)."""
+def scores(
+    head: str, name: str, known: dict[Parser, float] | None = None
+) -> list[tuple[Parser, float, bool]]:
+    """Every parser's score for this input: (parser, score with bonus, filename matched).
+
+    `known`: content scores already computed on this head (not sniffed again)."""
     result = []
     for parser in PARSERS:
         named = _name_matches(parser, name)
-        score = safe_sniff(parser, head) + (FILENAME_BONUS if named else 0.0)
-        result.append((parser, score, named))
+        content = known[parser] if known and parser in known else safe_sniff(parser, head)
+        result.append((parser, content + (FILENAME_BONUS if named else 0.0), named))
     return result
 
 
-def _named_and_certain(head: str, name: str) -> Detection | None:
+def _named_score(head: str, name: str) -> tuple[Parser, float] | None:
+    """The content score of the one parser the file's name points to (None: not exactly one)."""
+    named = _named_parsers(name)
+    if len(named) != 1:
+        return None
+    return named[0], safe_sniff(named[0], head)
+
+
+def _agreed(named: tuple[Parser, float] | None) -> Detection | None:
     """When the file's name and its content agree on a kind, that kind wins at once.
 
     `dmesg.txt` that reads as a kernel log, `train.log` with launcher markers: a scan then skips
     the other sniffers for most files. Agreement means the one parser named by the file's glob
     scores at least `AGREEMENT` with the bonus (its content alone is clearly its kind).
     """
-    named = _named_parsers(name)
-    if len(named) != 1:
+    if named is None or named[1] + FILENAME_BONUS < AGREEMENT:
         return None
-    score = safe_sniff(named[0], head) + FILENAME_BONUS
-    if score < AGREEMENT:
-        return None
-    return Detection(kind=named[0].kind, score=min(score, 1.0), reason="by content and file name")
+    score = min(named[1] + FILENAME_BONUS, 1.0)
+    return Detection(kind=named[0].kind, score=score, reason="by content and file name")
 
 
 def detect(head: str, name: str, forced: InputKind | None = None) -> Detection:
     """The kind of one input, with its score and the reason it was chosen."""
     if forced is not None:
         return Detection(kind=forced, score=1.0, reason="--kind given")
-    quick = _named_and_certain(head[:QUICK_CHARS], name)
-    if quick is None and len(head) > QUICK_CHARS:
-        quick = _named_and_certain(head, name)
+    named = _named_score(head[:QUICK_CHARS], name)
+    quick = _agreed(named)
+    if quick is None and named is not None and len(head) > QUICK_CHARS:
+        named = _named_score(head, name)
+        quick = _agreed(named)
     if quick is not None:
         return quick
-    ranked = scores(head, name)
-    best_parser, best_score, named = max(ranked, key=lambda item: item[1])
+    # By now `named` holds the named parser's score on the whole head: not sniffed again.
+    known = {named[0]: named[1]} if named is not None else None
+    ranked = scores(head, name, known)
+    best_parser, best_score, by_name = max(ranked, key=lambda item: item[1])
     if best_score < THRESHOLD or best_parser.kind is InputKind.OTHER:
         return Detection(kind=InputKind.OTHER, score=best_score, reason="no format recognized")
-    how = "content" + (" and file name" if named else "")
+    how = "content" + (" and file name" if by_name else "")
     return Detection(kind=best_parser.kind, score=min(best_score, 1.0), reason=f"by {how}")
