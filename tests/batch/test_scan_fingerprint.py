@@ -85,3 +85,29 @@ def test_fingerprint_is_versioned_and_depends_on_verdict() -> None:
     assert fingerprint("shm", "r", "s") == fingerprint("shm", "r", "s")
     assert fingerprint("shm", "r", "s") != fingerprint("hardware", "r", "s")
     assert fingerprint("shm", "r", "s").startswith(f"fp{FINGERPRINT_VERSION}-")
+
+
+def test_the_same_disk_failure_on_other_disks_and_paths_groups_together() -> None:
+    remounts = [
+        "EXT4-fs (md0): Remounting filesystem read-only",
+        "EXT4-fs (nvme0n1p2): Remounting filesystem read-only",
+        "EXT4-fs (sdb1): Remounting filesystem read-only",
+    ]
+    assert len({normalize(line) for line in remounts}) == 1
+    io_errors = [
+        "Buffer I/O error on dev dm-3, logical block 9",
+        "Buffer I/O error on dev sda, logical block 1",
+    ]
+    assert normalize(io_errors[0]) == normalize(io_errors[1])
+    denied = [
+        "PermissionError: [Errno 13] Permission denied: '/data/cache/cache-1a2b3c4d5e6f7a8b.arrow'",
+        "PermissionError: [Errno 13] Permission denied: '/home/u/.cache/x/train-00001.arrow'",
+        "PermissionError: [Errno 13] Permission denied: '/data/x/y'",
+    ]
+    assert {normalize(line) for line in denied} == {
+        "PermissionError: [Errno 13] Permission denied: '<path>'"
+    }
+    # words that only look like device names outside a device context are kept
+    assert "md5" in normalize("md5 checksum mismatch for hdf5 file")
+    assert "sdk" in normalize("the sdk was too old")
+    assert FINGERPRINT_VERSION >= 2  # a normalization change is a new version

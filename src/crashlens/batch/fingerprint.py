@@ -17,10 +17,17 @@ from __future__ import annotations
 import hashlib
 import re
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2
+"""2: block device names (`EXT4-fs (md0)`, `dev nvme0n1p2`) are masked, and a path is masked
+whole even where an id inside it was masked first (`/cache/data-<hex>.arrow`)."""
 MAX_SIGNATURE_CHARS = 240
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_DEVICE = (
+    r"(?:sd|vd|xvd)[a-z]{1,3}\d*|hd[a-z]\d*|nvme\d+(?:n\d+(?:p\d+)?)?|md\d+(?:p\d+)?|dm-\d+"
+    r"|loop\d+|mmcblk\d+(?:p\d+)?"
+)
+"""Linux block device names (SCSI/virtio/Xen/IDE disks, NVMe, md RAID, device mapper...)."""
 _PREFIXES = re.compile(
     r"^(?:\s*(?:<host>:?|<time>|\[<time>\]|\[ ?<num>\]|<\d>|" + _MONTH + r" +\d{1,2}(?= )"
     r"|\[(?:rank|default)(?:\d+|<n>)\]:|rank(?:\d+|<n>):|\[ *\d+\.\d+\]"
@@ -51,7 +58,17 @@ _SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(python|pt_main_thread)[0-9.]*\b", r"\1", 0),
         (r"\bname=[^,\s]+", "name=<proc>", 0),
         (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{8,}\b", "<hex>", 0),
-        (r"(?<![\w.<>])(?:~|\.{1,2})?(?:/[^\s'\"<>():,;=\]\[]+)+/?", "<path>", 0),
+        # a path, with any id already masked inside it (`/cache/data-<hex>.arrow`)
+        (
+            r"(?<![\w.<>])(?:~|\.{1,2})?(?:/(?:[^\s'\"<>():,;=\]\[]|<[a-z]+>)+)+/?",
+            "<path>",
+            0,
+        ),
+        # block devices, where the kernel names them (`EXT4-fs (md0)`, `dev sda,`, `nvme0:`):
+        # the same disk failure on another node's disk is the same failure
+        (r"\((?:" + _DEVICE + r")\)", "(<dev>)", 0),
+        (r"\b(dev|device|disk|drive|on|of) (?:" + _DEVICE + r")\b", r"\1 <dev>", 0),
+        (r"(?<![\w/-])(?:" + _DEVICE + r")(?=:)", "<dev>", 0),
         (r"\b([\w-]+\.(?:py|cc|cpp|cxx|c|h|hpp|cu|cuh|rs|go|java)):\d+", r"\1:<n>", 0),
         (r"\b(line) \d+", r"\1 <n>", re.IGNORECASE),
         (
