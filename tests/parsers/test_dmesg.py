@@ -644,3 +644,11 @@ def test_state_is_bounded() -> None:
 def test_repeats_collapse_into_one_fact() -> None:
     facts = text_facts("[1.0] NVRM: Xid (PCI:0000:01:00): 45, pid=1, name=x, Ch 1\n" * 5000)
     assert one(facts, "kernel.xid").attr("count") == 5000
+
+
+def test_prefix_test_agrees_with_the_splitter_on_every_sample_line() -> None:
+    from crashlens.parsers.dmesg import _has_kernel_prefix, _split_kernel_prefix
+
+    for path in sorted((SAMPLES / "dmesg").iterdir()):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            assert _has_kernel_prefix(line) == (_split_kernel_prefix(line) is not None), line

@@ -182,6 +182,14 @@ def _split_kernel_prefix(raw: str) -> Split | None:
     return None
 
 
+def _has_kernel_prefix(raw: str) -> bool:
+    """Whether `_split_kernel_prefix` would split `raw` (without building the split)."""
+    if _KMSG.match(raw) or _CTIME.match(raw) or _ISO_DMESG.match(raw):
+        return True
+    prio = _PRIO.match(raw)
+    return _MONO.match(raw[prio.end() :] if prio else raw) is not None
+
+
 def split_kernel_line(raw: str) -> Split:
     """Remove any kernel-log prefix from a cleaned line (see the module docstring)."""
     decoded = _DECODE.match(raw)
@@ -229,17 +237,15 @@ def sniff_kernel_log(head: str) -> float:
     lines = [line.rstrip("\r") for line in head.split("\n")[:_SNIFF_LINES] if line.strip()]
     if not lines:
         return 0.0
-    strong = syslog = kernel_ident = words = 0
+    strong = syslog = kernel_ident = 0
     for line in lines:
         decoded = _DECODE.match(line)
         body = line[decoded.end() :] if decoded else line
-        if _split_kernel_prefix(body) is not None:
+        if _has_kernel_prefix(body):
             strong += 1
         elif _SYSLOG.match(body) or _JOURNAL_ISO.match(body):
             syslog += 1
             kernel_ident += " kernel: " in body
-        if _SNIFF_KERNEL.search(line):
-            words += 1
     total = len(lines)
     if strong / total >= 0.5:
         return 0.75 + 0.2 * strong / total
@@ -247,6 +253,8 @@ def sniff_kernel_log(head: str) -> float:
         return 0.7 + 0.25 * kernel_ident / syslog
     if (strong + syslog) / total >= 0.3:
         return 0.6
+    # Kernel words are counted only here: a log with kernel prefixes never needs them.
+    words = sum(1 for line in lines if _SNIFF_KERNEL.search(line))
     return _sniff_bodies(head, words, total)
 
 
