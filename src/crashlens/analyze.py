@@ -29,7 +29,7 @@ from crashlens.model import (
 )
 from crashlens.rank import rerank
 from crashlens.remedy import GENERIC_CHECKS, actions, base_context, hit_context, summary
-from crashlens.rules import Rule, Step, shipped_rules
+from crashlens.rules import Rule, Step, rule_index, shipped_rules
 
 MAX_EVIDENCE = 8
 """Evidence lines shown per cause; the strongest first."""
@@ -96,7 +96,7 @@ def build_report(
     if model is not None:
         decision = rerank(analyses, decision, model)
     facts = [item for analysis in analyses for item in analysis.facts]
-    by_id = {rule.id: rule for rule in rules}
+    by_id = rule_index(rules).by_id
     causes = tuple(_cause(c, by_id, facts) for c in decision.candidates)
     checks: tuple[Action, ...] = ()
     if decision.verdict == "unknown":

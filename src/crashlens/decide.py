@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from crashlens.model import Category, Fact, Hit, InputAnalysis, InputKind, Role
-from crashlens.rules import Rule
+from crashlens.rules import Rule, rule_index
 
 VERDICT_THRESHOLD = 0.5
 """Below this confidence the top cause is reported, but the verdict is `unknown`."""
@@ -139,7 +140,7 @@ def _roots_by_category(hits: Sequence[Hit]) -> dict[Category, float]:
 
 def _weigh(
     hits: Sequence[Hit],
-    knock_on: set[str],
+    knock_on: AbstractSet[str],
     first_rank: int | None,
 ) -> tuple[list[WeighedHit], set[Category]]:
     roots = _roots_by_category(hits)
@@ -212,8 +213,8 @@ def _confidences(scores: dict[Category, float]) -> dict[Category, float]:
 
 def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision:
     """Rank the categories from every input's hits and facts."""
-    knock_on = {rule.id for rule in rules if rule.knock_on}
-    failure_rules = {rule.id for rule in rules if rule.failure}
+    index = rule_index(rules)
+    knock_on, failure_rules = index.knock_on, index.failure
     hits = [hit for analysis in analyses for hit in analysis.hits]
     facts = [item for analysis in analyses for item in analysis.facts]
     first_rank = _first_failure_rank(facts)
@@ -295,8 +296,8 @@ _NARRATIVE: dict[InputKind | None, int] = {
 def _earliest_failure(
     hits: Sequence[Hit],
     first_rank: int | None,
-    failure_rules: set[str],
-    knock_on: set[str],
+    failure_rules: AbstractSet[str],
+    knock_on: AbstractSet[str],
     kinds: dict[str, InputKind | None],
 ) -> Hit | None:
     failures = [h for h in hits if h.rule_id in failure_rules and h.role is not Role.CONTEXT]

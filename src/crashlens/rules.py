@@ -14,6 +14,7 @@ import json
 import re
 import sys
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -466,6 +467,41 @@ def _cached_tables(entry: str, count: int) -> list[dict[str, Any]] | None:
     if not isinstance(tables, list) or len(tables) != count:
         return None
     return tables if all(isinstance(t, dict) for t in tables) else None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleIndex:
+    """Lookups over one rule library that every report needs."""
+
+    rules: Sequence[Rule]
+    by_id: dict[str, Rule]
+    knock_on: frozenset[str]
+    """Ids of the rules whose hits are usually a consequence of another failure."""
+    failure: frozenset[str]
+    """Ids of the rules whose hits show that something failed."""
+
+
+_INDEXES: dict[int, RuleIndex] = {}
+
+
+def rule_index(rules: Sequence[Rule]) -> RuleIndex:
+    """The index of `rules`, built once per library tuple (a scan decides thousands of jobs).
+
+    Keyed by identity, as the matcher is: hashing 180 rules per report would cost more than
+    building the index. A list (mutable) is indexed afresh every time.
+    """
+    found = _INDEXES.get(id(rules)) if isinstance(rules, tuple) else None
+    if found is not None and found.rules is rules:
+        return found
+    index = RuleIndex(
+        rules=rules,
+        by_id={rule.id: rule for rule in rules},
+        knock_on=frozenset(rule.id for rule in rules if rule.knock_on),
+        failure=frozenset(rule.id for rule in rules if rule.failure),
+    )
+    if isinstance(rules, tuple):
+        _INDEXES[id(rules)] = index
+    return index
 
 
 @cache
