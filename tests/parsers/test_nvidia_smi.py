@@ -606,3 +606,33 @@ def test_binary_garbage() -> None:
 )
 def test_normalize_pci(raw: str, expected: str | None) -> None:
     assert normalize_pci(raw) == expected
+
+
+def test_query_error_sentinel_deep_in_a_section_nothing_reads_keeps_its_full_path() -> None:
+    """Lines of such sections are set aside unparsed; a sentinel brings them back in order."""
+    text = """==============NVSMI LOG==============
+
+Driver Version                            : 535.154.05
+Attached GPUs                             : 1
+GPU 00000000:18:00.0
+    Product Name                          : NVIDIA H100 80GB HBM3
+    Clocks
+        Graphics                          : 1980 MHz
+        Memory                            : 2619 MHz
+    Power Readings
+        Power Draw                        : 120.5 W
+        Limits
+            Current Power Limit           : 700.00 W
+            Instant Power Draw            : [Unknown Error]
+    Temperature
+        GPU Current Temp                  : ERR!
+"""
+    errors = [f for f in NvidiaSmiParser().parse(text, "q.txt").facts if f.key == "gpu.err_field"]
+    assert [(f.value, f.lineno, f.attr("label")) for f in errors] == [
+        (
+            "power readings.limits.instant power draw",
+            14,
+            "power readings / limits / instant power draw",
+        ),
+        ("temperature.gpu", 16, "temperature / gpu current temp"),
+    ]

@@ -747,11 +747,33 @@ def _parse_query(lines: list[tuple[int, str]], out: _Out) -> None:
     """`nvidia-smi -q`: an indentation tree, 4 spaces a level, one block per GPU."""
     state = _QueryState()
     started = False
+    # Most of a dump is sections nothing reads (clocks, power, temperatures): their lines are
+    # set aside unparsed, and parsed after all only if an error sentinel shows up there (its
+    # label needs the section path). Leaving the section drops them: they could only have
+    # been stack entries below it, which leaving pops anyway.
+    unread_below: int | None = None
+    set_aside: list[tuple[int, str]] = []
     for lineno, line in lines:
         # A pasted tail may lack the banner: the first `GPU 0000...` block header also starts.
         started = started or "NVSMI LOG" in line or bool(_Q_GPU_RE.match(line))
-        if started:
-            _q_line(state, lineno, line, out)
+        if not started:
+            continue
+        if unread_below is not None and line.strip() and "\t" not in line:
+            if len(line) - len(line.lstrip(" ")) <= unread_below:
+                unread_below = None
+                set_aside.clear()
+            else:
+                lowered = line.lower()
+                if "err" not in lowered and "reset" not in lowered:  # no sentinel possible
+                    set_aside.append((lineno, line))
+                    continue
+        for held_lineno, held in set_aside:
+            _q_line(state, held_lineno, held, out)
+        set_aside.clear()
+        _q_line(state, lineno, line, out)
+        stack = state.stack
+        if state.gpu is not None and len(stack) == 1 and stack[0][1] not in _Q_READ_SECTIONS:
+            unread_below = stack[0][0]
     if state.attached is not None:
         count, lineno, text = state.attached
         out.add("nvidia_smi.gpu_count", count, lineno, text, source="attached")
