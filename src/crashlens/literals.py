@@ -1,8 +1,8 @@
 """Required literals of a regex: strings one of which every match must contain.
 
-The pure-Python scan backend (where hyperscan has no wheel) would otherwise run hundreds of
-regexes over every byte. With the literals it looks for them with `bytes.find` (memchr speed)
-and runs a regex only on the lines that hold one, which gives the same matches.
+The scan backend for machines without hyperscan would otherwise run hundreds of regexes over
+every byte. With the literals it finds, in one Aho-Corasick pass, the lines that hold one, and
+runs a pattern's regex only on the lines holding its literals, which gives the same matches.
 """
 
 from __future__ import annotations

@@ -192,11 +192,12 @@ class Backend(Protocol):
 
 
 class PythonBackend:
-    """Pure Python: slower than hyperscan, but available everywhere, with the same results.
+    """Without hyperscan: slower, but available everywhere, with the same results.
 
-    Every pattern has required literals (crashlens.literals; the rule tests insist on one of
-    4+ characters): they are found with `bytes.find`, and the pattern's regex runs only on the
-    lines that hold one. A pattern without literals is run over the whole buffer.
+    Every pattern but a few has required literals (crashlens.literals; the rule tests insist
+    on one of 4+ characters). One multi-literal pass (polars' Aho-Corasick, in Rust) finds the
+    lines holding any of them; each such line is then matched, in Python, by the patterns of
+    the literals it holds. A pattern without literals runs over the whole buffer.
     """
 
     name = "python"
@@ -204,32 +205,82 @@ class PythonBackend:
     def __init__(self, patterns: Sequence[ScanPattern]) -> None:
         self._compiled: list[re.Pattern[bytes]] = []
         self._literals: list[tuple[tuple[bytes, ...], bool] | None] = []
-        for p in patterns:
+        self._whole: list[int] = []
+        """Patterns without literals: run over the whole buffer."""
+        self._exact: dict[str, list[int]] = {}
+        self._folded: dict[str, list[int]] = {}
+        """Literal (bytes as latin-1 text, folded ones in lower case) -> its patterns."""
+        for index, p in enumerate(patterns):
             regex = scan_form(p.regex)
             self._compiled.append(
                 re.compile(
                     regex.encode("utf-8"), re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
                 )
             )
-            self._literals.append(_prefilter(regex, p.ignore_case))
+            prefilter = _prefilter(regex, p.ignore_case)
+            self._literals.append(prefilter)
+            if prefilter is None:
+                self._whole.append(index)
+                continue
+            literals, fold = prefilter
+            table = self._folded if fold else self._exact
+            for literal in literals:
+                table.setdefault(literal.decode("latin-1"), []).append(index)
 
     def ends(self, buffer: bytes) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
-        lowered: bytes | None = None
-        for index, pattern in enumerate(self._compiled):
-            prefilter = self._literals[index]
-            if prefilter is None:
-                found.extend((index, match.end()) for match in pattern.finditer(buffer))
-                continue
-            literals, fold = prefilter
-            if fold and lowered is None:
-                lowered = buffer.lower()
-            haystack = lowered if fold and lowered is not None else buffer
-            for start, stop in _lines_holding(haystack, literals):
+        for index in self._whole:
+            found.extend((index, match.end()) for match in self._compiled[index].finditer(buffer))
+        for start, stop, indexes in self._candidate_lines(buffer):
+            for index in indexes:
                 found.extend(
-                    (index, match.end()) for match in pattern.finditer(buffer, start, stop)
+                    (index, match.end())
+                    for match in self._compiled[index].finditer(buffer, start, stop)
                 )
         return found
+
+    def _candidate_lines(self, buffer: bytes) -> Iterator[tuple[int, int, list[int]]]:
+        """(start, end, patterns) of each line holding a literal, with the literals' patterns."""
+        if not buffer or not (self._exact or self._folded):
+            return
+        import polars as pl  # deferred: only this backend needs it while scanning
+
+        # latin-1 keeps one character per byte, so offsets in the text are offsets in bytes.
+        lines = pl.Series(buffer.decode("latin-1").split("\n"), dtype=pl.String)
+        masks = []
+        if self._exact:
+            masks.append(lines.str.contains_any(list(self._exact)))
+        if self._folded:
+            masks.append(lines.str.contains_any(list(self._folded), ascii_case_insensitive=True))
+        rows = (masks[0] | masks[1] if len(masks) == 2 else masks[0]).arg_true()
+        if rows.is_empty():
+            return
+        lengths = lines.str.len_chars()
+        starts = ((lengths + 1).cum_sum() - lengths - 1).gather(rows).to_list()
+        held = lines.gather(rows)
+        # Which literals each such line holds, found in Rust too: only they name its patterns.
+        none: list[list[str]] = [[]] * len(held)
+        exact = (
+            held.str.extract_many(list(self._exact), overlapping=True).to_list()
+            if self._exact
+            else none
+        )
+        folded = (
+            held.str.extract_many(
+                list(self._folded), ascii_case_insensitive=True, overlapping=True
+            ).to_list()
+            if self._folded
+            else none
+        )
+        for start, length, exact_hits, folded_hits in zip(
+            starts, lengths.gather(rows).to_list(), exact, folded, strict=True
+        ):
+            indexes = {i for literal in exact_hits for i in self._exact.get(literal, ())}
+            # a case-insensitive hit comes back as written in the line
+            indexes.update(
+                i for literal in folded_hits for i in self._folded.get(literal.lower(), ())
+            )
+            yield start, start + length, sorted(indexes)
 
 
 def _prefilter(regex: str, ignore_case: bool) -> tuple[tuple[bytes, ...], bool] | None:
@@ -241,20 +292,6 @@ def _prefilter(regex: str, ignore_case: bool) -> tuple[tuple[bytes, ...], bool] 
     if fold and not all(s.isascii() for s in literals):
         return None  # bytes.lower() folds ASCII only
     return tuple(sorted((s.lower() if fold else s).encode("utf-8") for s in literals)), fold
-
-
-def _lines_holding(haystack: bytes, literals: tuple[bytes, ...]) -> list[tuple[int, int]]:
-    """(start, end) of every line holding one of `literals`, in order, each line once."""
-    lines: set[tuple[int, int]] = set()
-    for literal in literals:
-        at = haystack.find(literal)
-        while at >= 0:
-            start = haystack.rfind(b"\n", 0, at) + 1
-            stop = haystack.find(b"\n", at)
-            stop = len(haystack) if stop < 0 else stop
-            lines.add((start, stop))
-            at = haystack.find(literal, stop)
-    return sorted(lines)
 
 
 class HyperscanBackend:

@@ -17,6 +17,7 @@ from crashlens.batch.cache import CACHE_NAME
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
+from crashlens.scan import hyperscan_available
 
 REQUIRED_COLUMNS = {
     "job",
@@ -206,6 +207,9 @@ def test_a_job_that_kills_its_worker_is_a_row_and_the_scan_goes_on(
     assert again["analyzed"]["jobs"] == 1  # type: ignore[index]
 
 
+@pytest.mark.skipif(
+    not hyperscan_available(), reason="without hyperscan the scan itself runs on polars"
+)
 def test_analyze_never_imports_polars() -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "llamafactory-shm-bus-error"
     code = (

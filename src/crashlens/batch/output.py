@@ -1,7 +1,8 @@
 """Writing the per-job table with polars: jobs.parquet, and jobs.jsonl / jobs.csv on request.
 
-polars is imported here only (it costs ~0.2 s at start-up), and this module is imported only
-by the scan command: `crashlens analyze` never loads it.
+polars costs ~0.2 s to import, so it is imported lazily: this module is used by the scan
+command only, and `crashlens analyze` never loads polars where hyperscan is available (without
+it, the scan backend uses polars' Aho-Corasick).
 """
 
 from __future__ import annotations
