@@ -52,7 +52,7 @@ def binary_reason(head: bytes) -> str | None:
             return f"binary data ({what}), not a log"
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return None
-    body = head.replace(b"\x00", b"")
+    body = head.replace(b"\x00", b"") if b"\x00" in head else head
     if not body:
         return None  # all NULs so far: a crashed log's hole; the scan will find what follows
     controls = len(body) - len(body.translate(None, _CONTROL_BYTES))
