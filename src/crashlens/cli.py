@@ -337,6 +337,14 @@ def scan(
     backend: Annotated[
         str, typer.Option(help="Scan engine: auto, hyperscan or python.", hidden=True)
     ] = "auto",
+    job_timeout: Annotated[
+        float,
+        typer.Option(
+            "--job-timeout",
+            min=0,
+            help="Seconds one job may take before it is stopped and reported (0: no limit).",
+        ),
+    ] = 600.0,
 ) -> None:
     """Analyze every job of a log archive: a table of verdicts, top failures, nodes to drain."""
     from crashlens.batch.cli import run_scan_command
@@ -351,6 +359,7 @@ def scan(
         use_cache=not no_cache,
         min_jobs=min_jobs,
         backend=backend,
+        job_timeout=job_timeout or None,
     )
     if code:
         raise typer.Exit(code)

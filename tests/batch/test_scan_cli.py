@@ -41,6 +41,7 @@ def test_scan_json_summary_and_csv_table(tmp_path: Path) -> None:
     root = _root(tmp_path)
     out = tmp_path / "out"
     args = ["scan", str(root), "-o", str(out), "--summary", "json", "-f", "csv", "-j", "2"]
+    args += ["--job-timeout", "0"]  # no limit
     result = RUNNER.invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)

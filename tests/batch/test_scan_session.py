@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -237,3 +238,23 @@ def test_each_row_says_what_crashlens_analyze_says_of_that_job(tmp_path: Path) -
         assert row["verdict"] == report.verdict, row["job"]
         if report.verdict != "none":
             assert row["confidence"] == pytest.approx(report.causes[0].confidence), row["job"]
+
+
+def _hangs_on_job_2(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
+    if job.rel.endswith("job-002"):
+        time.sleep(60)  # a pathological input: the scan must not wait for it
+    return _real_analyze_job(job, root, backend)
+
+
+def test_a_job_that_never_finishes_is_stopped_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _archive(tmp_path / "archive")
+    monkeypatch.setattr(runner, "analyze_job", _hangs_on_job_2)
+    summary = _scan(root, tmp_path / "out", workers=2, job_timeout=1.0)
+    rows = {r["job"]: r for r in pl.read_parquet(tmp_path / "out" / "jobs.parquet").to_dicts()}
+    assert len(rows) == 6
+    assert "timed out" in rows["2024-03/job-002"]["reason"]
+    assert rows["2024-03/job-001"]["verdict"] == "gpu_oom"
+    assert rows["2024-04/job-004"]["verdict"] == "hardware"
+    assert summary["jobs"]["unreadable"] == 1  # type: ignore[index]

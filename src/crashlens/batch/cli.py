@@ -33,6 +33,7 @@ def run_scan_command(
     use_cache: bool,
     min_jobs: int,
     backend: str,
+    job_timeout: float | None = 600.0,
 ) -> int:
     """Run `crashlens scan` and print the summary; returns the exit status."""
     from crashlens.batch.output import TABLE_FORMATS
@@ -72,6 +73,7 @@ def run_scan_command(
         use_cache=use_cache,
         backend=backend,
         min_jobs=min_jobs,
+        job_timeout=job_timeout,
     )
     try:
         outcome = scan_archive(options, progress)

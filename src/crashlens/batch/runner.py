@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 from typing import Any
@@ -276,6 +277,16 @@ def batches(jobs: Iterable[JobSpec]) -> Iterator[list[JobSpec]]:
         yield batch
 
 
+def _timed_out(job: JobSpec, seconds: float) -> JobRow:
+    return JobRow(
+        job=job.rel,
+        job_mtime=job.mtime_ns / 1e9 if job.files else None,
+        files=len(job.files),
+        bytes=job.size,
+        reason=f"analysis timed out: still running after {seconds:g} s (--job-timeout)",
+    )
+
+
 def _crashed(job: JobSpec, detail: str) -> JobRow:
     return JobRow(
         job=job.rel,
@@ -295,13 +306,21 @@ class Runner:
         workers: int,
         backend: str = "auto",
         meanwhile: Callable[[], object] | None = None,
+        job_timeout: float | None = None,
     ) -> None:
         """`meanwhile` runs in a thread of this process once the workers are up (the parent
-        only waits for rows then): work for after the scan that can be done early."""
+        only waits for rows then): work for after the scan that can be done early.
+
+        `job_timeout` (seconds; None: no limit) bounds how long one job may hold a worker:
+        when no task has finished for that long, the pool is stopped, the jobs in flight are
+        retried one at a time, each under the limit, and one that exceeds it again becomes a
+        row with a reason. With one worker the jobs run in this process, without a limit.
+        """
         self.root = root
         self.workers = max(1, workers)
         self.backend = backend
         self.meanwhile = meanwhile
+        self.job_timeout = job_timeout
         self._helper: threading.Thread | None = None
 
     def run(self, jobs: Iterable[JobSpec]) -> Generator[JobRow, None, None]:
@@ -344,6 +363,7 @@ class Runner:
         executor = self._executor(self.workers)
         inflight: dict[Future[list[JobRow]], list[JobSpec]] = {}
         tasks = batches(jobs)
+        last_progress = time.monotonic()
         try:
             exhausted = False
             while True:
@@ -360,7 +380,15 @@ class Runner:
                 self._start_helper()  # the workers exist once a task was submitted
                 if not inflight:
                     break
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                done, _ = wait(inflight, timeout=self.job_timeout, return_when=FIRST_COMPLETED)
+                if not done:
+                    if time.monotonic() - last_progress >= (self.job_timeout or 0):
+                        # Stalled: some job holds its worker too long. Retry what was in
+                        # flight one by one, each under the limit, after the other jobs.
+                        executor = self._restart(executor, inflight, suspects)
+                        last_progress = time.monotonic()
+                    continue
+                last_progress = time.monotonic()
                 broken = False
                 for future in done:
                     batch = inflight.pop(future)
@@ -390,12 +418,14 @@ class Runner:
         return self._executor(self.workers)
 
     def _alone(self, job: JobSpec) -> JobRow:
-        """Retry a job that was in flight when a worker died, in a pool of its own."""
+        """Retry a job that was in flight when a worker died or stalled, in a pool of its own."""
         executor = self._executor(1)
         try:
-            return executor.submit(_run_one, job).result()
+            return executor.submit(_run_one, job).result(timeout=self.job_timeout)
         except BrokenProcessPool as error:
             return _crashed(job, str(error) or "killed")
+        except FutureTimeout:
+            return _timed_out(job, self.job_timeout or 0.0)
         finally:
             _stop(executor)
 

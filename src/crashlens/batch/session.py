@@ -26,7 +26,9 @@ from crashlens.rules import shipped_rules
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
 _NOT_CACHED = ("analysis crashed", "analysis failed")
-"""Rows with these reasons are retried by the next scan instead of being cached."""
+"""Rows with these reasons are retried by the next scan instead of being cached. A timed-out
+job is cached: it would cost the whole limit again on every scheduled scan (`--no-cache` or a
+change to its files analyzes it again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,8 @@ class ScanOptions:
     backend: str = "auto"
     min_jobs: int = 2
     """A host or GPU is a hotspot when implicated in at least this many jobs."""
+    job_timeout: float | None = 600.0
+    """Seconds one job may take before it is stopped and reported (None: no limit)."""
 
 
 class Progress(Protocol):
@@ -113,7 +117,14 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
     analyzing = time.monotonic()
     interrupted = False
     analyzed_bytes = 0
-    rows = Runner(root, workers, options.backend, meanwhile=_preload_table_writer).run(todo)
+    runner = Runner(
+        root,
+        workers,
+        options.backend,
+        meanwhile=_preload_table_writer,
+        job_timeout=options.job_timeout,
+    )
+    rows = runner.run(todo)
     try:
         for row in rows:
             results.append((signatures[row.job], row))
