@@ -488,7 +488,7 @@ ANCHORS: tuple[str, ...] = (
     r"Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|DataLoader worker \(pid [0-9]+\) is killed"
     r"|Received Signals\.SIG[A-Z0-9]+ death signal|exited on signal [0-9]+"
     r"|line [0-9]+: +[0-9]+ (?:Killed|Bus error|Segmentation fault|Aborted)",
-    # 19 NCCL warnings, network choice and error names
+    # 19 NCCL warnings and error names
     r"NCCL WARN |nccl(?:Remote|System|Internal|UnhandledCuda)Error"
     r"|ncclInvalid(?:Usage|Argument)|unhandled (?:system|cuda) error"
     r"|remote process exited or there was a network",
