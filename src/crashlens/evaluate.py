@@ -19,7 +19,8 @@ from crashlens.classify import Model, final_verdict
 from crashlens.corpus import LABELS, Case
 from crashlens.decide import VERDICT_THRESHOLD, Decision, decide
 from crashlens.features import features
-from crashlens.model import Fact
+from crashlens.model import Fact, InputAnalysis
+from crashlens.rank import rerank
 from crashlens.rules import Rule, shipped_rules
 
 FOLDS = 5
@@ -50,6 +51,9 @@ class Prepared:
     exit_bucket: str | None
     rule_scores: dict[str, float]
     rules_say_none: bool
+    analyses: tuple[InputAnalysis, ...] = ()
+    decision: Decision | None = None
+    """What `rerank` needs, so the classifier's verdict is the one `analyze` would print."""
 
 
 def rules_prediction(decision: Decision) -> Prediction:
@@ -94,6 +98,8 @@ def prepare(case: Case, rules: tuple[Rule, ...]) -> Prepared:
         exit_bucket=_exit_bucket(facts),
         rule_scores={c.category.value: c.score for c in decision.candidates},
         rules_say_none=decision.verdict == "none",
+        analyses=tuple(analyses),
+        decision=decision,
     )
 
 
@@ -261,8 +267,15 @@ def cross_validate(prepared: Sequence[Prepared]) -> dict[str, list[Prediction]]:
                 VERDICT_THRESHOLD,
             )
             top = answer.ranking[0] if answer.ranking else "none"
+            # The verdict goes through `rerank`, as in `crashlens analyze`: it also turns a
+            # winner with no line to cite into `unknown`.
+            verdict = (
+                rerank(list(item.analyses), item.decision, model).verdict
+                if item.decision is not None
+                else answer.verdict
+            )
             results["rules+classifier"][index] = Prediction(
-                answer.verdict, answer.ranking, answer.confidences.get(top, 0.0)
+                verdict, answer.ranking, answer.confidences.get(top, 0.0)
             )
             results["exit-code-only"][index] = by_exit(item.exit_bucket)
     return {name: [p for p in preds if p is not None] for name, preds in results.items()}
