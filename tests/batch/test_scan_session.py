@@ -251,7 +251,7 @@ def test_a_job_that_never_finishes_is_stopped_and_reported(
 ) -> None:
     root = _archive(tmp_path / "archive")
     monkeypatch.setattr(runner, "analyze_job", _hangs_on_job_2)
-    summary = _scan(root, tmp_path / "out", workers=2, job_timeout=1.0)
+    summary = _scan(root, tmp_path / "out", workers=2, job_timeout=3.0)
     rows = {r["job"]: r for r in pl.read_parquet(tmp_path / "out" / "jobs.parquet").to_dicts()}
     assert len(rows) == 6
     assert "timed out" in rows["2024-03/job-002"]["reason"]
