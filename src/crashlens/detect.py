@@ -24,10 +24,6 @@ files sniffing is a large share of the work, and a file whose first lines alread
 named kind needs no more. Anything less clear is decided on the whole head, as before."""
 
 
-def _name_matches(parser: Parser, name: str) -> bool:
-    return parser in _named_parsers(name)
-
-
 @lru_cache(maxsize=1024)
 def _named_parsers(name: str) -> tuple[Parser, ...]:
     """The parsers whose filename globs match `name` (an archive repeats a few names)."""
@@ -41,9 +37,10 @@ def scores(
     """Every parser's score for this input: (parser, score with bonus, filename matched).
 
     `known`: content scores already computed on this head (not sniffed again)."""
+    by_name = _named_parsers(name)
     result = []
     for parser in PARSERS:
-        named = _name_matches(parser, name)
+        named = parser in by_name
         content = known[parser] if known and parser in known else safe_sniff(parser, head)
         result.append((parser, content + (FILENAME_BONUS if named else 0.0), named))
     return result

@@ -247,9 +247,9 @@ def _scan(
     for candidate in scan_chunks(chunks, search.backend, ignored):
         if len(settled) > len(ignored):
             ignored.update(search.anchor_patterns[a] for a in settled)
-        targets = [search.targets[i] for i in candidate.patterns]
         if ignored.issuperset(candidate.patterns):
             continue  # settled while this line was already on its way
+        targets = [search.targets[i] for i in candidate.patterns]
         raw = clean_line(decode(candidate.line))
         line: Line | None = None  # prefixes are split only for a line that is kept
         seen: set[str] = set()

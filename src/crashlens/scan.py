@@ -204,7 +204,6 @@ class PythonBackend:
 
     def __init__(self, patterns: Sequence[ScanPattern]) -> None:
         self._compiled: list[re.Pattern[bytes]] = []
-        self._literals: list[tuple[tuple[bytes, ...], bool] | None] = []
         self._whole: list[int] = []
         """Patterns without literals: run over the whole buffer."""
         self._exact: dict[str, list[int]] = {}
@@ -218,7 +217,6 @@ class PythonBackend:
                 )
             )
             prefilter = _prefilter(regex, p.ignore_case)
-            self._literals.append(prefilter)
             if prefilter is None:
                 self._whole.append(index)
                 continue

@@ -44,6 +44,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from crashlens.literals import required_literals
 from crashlens.model import Fact, FactValue, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
 from crashlens.pci import normalize_pci
@@ -224,20 +225,25 @@ _DEVICE_HANDLE_RE = re.compile(r"^Unable to determine the device handle for (?:G
 _BAD_FIELD_RE = re.compile(r'^Field "[^"]*" is not a valid field to query')
 
 
-_FAILURE_LITERALS = (
-    "NVIDIA-SMI has failed",
-    "NVIDIA-SMI couldn't find",
-    "No devices were found",
-    "Failed to initialize NVML: ",
-    "Unable to determine the device handle",
-    "is not a valid field to query",
-)
-"""One of these is in every line `_FAILURES` or `_BAD_FIELD_RE` matches: most outputs have none."""
+def _required(patterns: tuple[re.Pattern[str], ...]) -> tuple[str, ...] | None:
+    """Substrings one of which every match of any of `patterns` holds (None: not for all)."""
+    found: list[str] = []
+    for pattern in patterns:
+        literals = required_literals(pattern.pattern)
+        if literals is None or literals[1]:
+            return None
+        found.extend(literals[0])
+    return tuple(found)
+
+
+_FAILURE_LITERALS = _required((*(rx for rx, _ in _FAILURES), _BAD_FIELD_RE))
+"""Derived from those patterns: most outputs hold none of them and skip the line loop."""
 
 
 def _parse_failures(text: str, lines: list[tuple[int, str]], out: _Out) -> None:
     """Whole-output failures, and per-GPU `Unable to determine the device handle` lines."""
-    if "\x1b" not in text and not any(literal in text for literal in _FAILURE_LITERALS):
+    gate = _FAILURE_LITERALS
+    if gate is not None and "\x1b" not in text and not any(lit in text for lit in gate):
         return  # (ANSI escapes could split a literal: then every line is looked at)
     nvml_version = next(
         (m.group(1) for _, line in lines if (m := _NVML_VERSION_RE.match(line.strip()))), None
