@@ -115,8 +115,8 @@ def prefix_archive(
 
 def export_patterns(rg: str, path: Path) -> tuple[int, int]:
     """Write crashlens's scan patterns as an rg -f file; returns (kept, rejected by rg)."""
-    from crashlens.engine import build_matcher
-    from crashlens.rules import shipped_rules
+    from crashlens.match.engine import build_matcher
+    from crashlens.match.rules import shipped_rules
 
     matcher = build_matcher(shipped_rules())
     patterns: list[str] = []

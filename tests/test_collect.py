@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from crashlens.analyze import analyze
 from crashlens.cli import app
 from crashlens.collect import (
     KERNEL_LOG,
@@ -33,6 +32,7 @@ from crashlens.collect import (
     collect,
 )
 from crashlens.model import Report
+from crashlens.pipeline import analyze
 
 from conftest import sample
 

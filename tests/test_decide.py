@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from crashlens.decide import decide, noisy_or
+from crashlens.decide.policy import decide, noisy_or
+from crashlens.match.rules import parse_rule
 from crashlens.model import Category, Fact, Hit, InputAnalysis, InputKind, InputStatus
-from crashlens.rules import parse_rule
 
 
 def _rule(rule_id: str, category: str, role: str, weight: float, **extra: object):

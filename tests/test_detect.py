@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from crashlens.detect import detect, scores
+from crashlens.inputs.detect import detect, scores
 from crashlens.inputs.read import sniff_text
 from crashlens.model import InputKind
 from crashlens.parsers import PARSERS

@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from crashlens.cli import app
-from crashlens.corpus import LABELS, Case, load_cases
-from crashlens.evaluate import (
+from crashlens.lab.corpus import LABELS, Case, load_cases
+from crashlens.lab.evaluate import (
     Prediction,
     evaluate,
     expected_calibration_error,
@@ -18,7 +18,7 @@ from crashlens.evaluate import (
     prepare,
     score,
 )
-from crashlens.rules import shipped_rules
+from crashlens.match.rules import shipped_rules
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from crashlens.analyze import analyze
 from crashlens.inputs.discover import Source, iter_inputs
 from crashlens.inputs.read import binary_reason, iter_chunks
 from crashlens.model import InputStatus
+from crashlens.pipeline import analyze
 
 BUS_ERROR = (
     b"RuntimeError: DataLoader worker (pid 8127) is killed by signal: Bus error. "

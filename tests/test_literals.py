@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from crashlens.engine import build_matcher
-from crashlens.literals import required_literals
+from crashlens.match.engine import build_matcher
+from crashlens.match.rules import shipped_rules
 from crashlens.model import InputKind
-from crashlens.rules import shipped_rules
+from crashlens.text.literals import required_literals
 
 
 @pytest.mark.parametrize(

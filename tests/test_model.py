@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crashlens.classify import model_from_json, shipped_model, shipped_model_path
-from crashlens.corpus import corpus_digest
-from crashlens.train import rules_digest
+from crashlens.decide.classifier import model_from_json, shipped_model, shipped_model_path
+from crashlens.lab.corpus import corpus_digest
+from crashlens.lab.train import rules_digest
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
@@ -54,7 +54,7 @@ def test_model_is_plain_json_with_every_label() -> None:
 
 def test_scoring_does_not_import_scikit_learn() -> None:
     code = (
-        "import sys; from crashlens.analyze import analyze; "
+        "import sys; from crashlens.pipeline import analyze; "
         "analyze(['examples/llamafactory-shm-bus-error']); "
         "print('sklearn' in sys.modules or 'scipy' in sys.modules)"
     )

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from crashlens.errors import PatternError
+from crashlens.match.rules import Rule, default_pattern_dir, fact_from_line, load_rules
 from crashlens.model import Category
-from crashlens.rules import Rule, default_pattern_dir, fact_from_line, load_rules
 
 RULES = load_rules(default_pattern_dir())
 IDS = [rule.id for rule in RULES]

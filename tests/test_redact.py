@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from crashlens.analyze import analyze
 from crashlens.cli import app
-from crashlens.context import add_context
+from crashlens.inputs.context import add_context
 from crashlens.model import Action, Category, Cause, Evidence, InputStatus, Report, Role
+from crashlens.pipeline import analyze
 from crashlens.redact import PSEUDONYM_RE, Redactor, redact_report
 from crashlens.render.html import render_html
 from crashlens.render.json import render_json

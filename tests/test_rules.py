@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crashlens.errors import PatternError
-from crashlens.rules import fact_from_line, parse_rule
+from crashlens.match.rules import fact_from_line, parse_rule
 
 BASE = {
     "id": "df-disk-full",

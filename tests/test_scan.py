@@ -8,18 +8,18 @@ import re
 
 import pytest
 
-from crashlens.engine import analyze_source
 from crashlens.inputs.discover import Source
-from crashlens.parsers import PARSERS
-from crashlens.parsers.base import LogParser
-from crashlens.rules import shipped_rules
-from crashlens.scan import (
+from crashlens.match.engine import analyze_source
+from crashlens.match.rules import shipped_rules
+from crashlens.match.scan import (
     PythonBackend,
     ScanPattern,
     hyperscan_available,
     scan_chunks,
     scan_form,
 )
+from crashlens.parsers import PARSERS
+from crashlens.parsers.base import LogParser
 
 from conftest import SAMPLES
 
@@ -65,7 +65,7 @@ def test_ansi_codes_do_not_hide_a_match() -> None:
 
 @pytest.mark.skipif(not hyperscan_available(), reason="hyperscan has no wheel on this platform")
 def test_hyperscan_prefilters_a_pattern_it_cannot_compile() -> None:
-    from crashlens.scan import HyperscanBackend
+    from crashlens.match.scan import HyperscanBackend
 
     backend = HyperscanBackend([ScanPattern(r"(ab)\1 x"), ScanPattern("xyz")])
     found = [(c.lineno, sorted(c.patterns)) for c in scan_chunks([b"abab x\nq\nxyz\n"], backend)]
@@ -74,7 +74,7 @@ def test_hyperscan_prefilters_a_pattern_it_cannot_compile() -> None:
 
 @pytest.mark.skipif(not hyperscan_available(), reason="hyperscan has no wheel on this platform")
 def test_compiled_database_is_cached_between_runs(tmp_path, monkeypatch) -> None:
-    from crashlens.scan import HyperscanBackend
+    from crashlens.match.scan import HyperscanBackend
 
     monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path))
     patterns = [ScanPattern("Bus error"), ScanPattern("(?i)killed")]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from crashlens.analyze import analyze
 from crashlens.model import Report
+from crashlens.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Tests for the Xid catalog (patterns/tables/xid.toml via crashlens.xid)."""
+"""Tests for the Xid catalog (patterns/tables/xid.toml via crashlens.parsers.dmesg.xid)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,16 @@ from pathlib import Path
 import pytest
 
 from crashlens.errors import PatternError
-from crashlens.rules import default_pattern_dir
-from crashlens.xid import CATEGORIES, SEVERITIES, XidInfo, catalog, load_table, lookup, table_path
+from crashlens.match.rules import default_pattern_dir
+from crashlens.parsers.dmesg.xid import (
+    CATEGORIES,
+    SEVERITIES,
+    XidInfo,
+    catalog,
+    load_table,
+    lookup,
+    table_path,
+)
 
 FIELD_NOTES_CODES = (
     [13, 31, 43, 45, 46, 48, 62, 63, 64, 74, 79, 92, 94, 95, 109, 110, 119, 120, 136, 140, 143]

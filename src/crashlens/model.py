@@ -189,7 +189,7 @@ class Evidence:
     """Seconds (epoch, or since boot for raw dmesg): orders a timeline across files."""
     context: tuple[tuple[int, str], ...] = ()
     """Neighbouring lines as (line number, text), the cited line excluded. Empty unless
-    `crashlens.context.add_context` filled it (the HTML report shows them)."""
+    `crashlens.inputs.context.add_context` filled it (the HTML report shows them)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from crashlens.batch.hotspots import HotspotTracker
 from crashlens.batch.jobs import discover_jobs
 from crashlens.batch.runner import analyze_job
 from crashlens.batch.summary import SummaryBuilder
-from crashlens.pci import normalize_pci
+from crashlens.text.ids import normalize_pci
 
 
 def _gpu(host: str | None, pci: str | None, uuid: str | None = None) -> dict[str, str | None]:

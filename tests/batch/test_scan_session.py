@@ -18,7 +18,7 @@ from crashlens.batch.cache import CACHE_NAME
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
-from crashlens.scan import hyperscan_available
+from crashlens.match.scan import hyperscan_available
 
 REQUIRED_COLUMNS = {
     "job",
@@ -216,7 +216,7 @@ def test_analyze_never_imports_polars() -> None:
     code = (
         "import sys\n"
         "from crashlens.cli import app\n"
-        "from crashlens.analyze import analyze\n"
+        "from crashlens.pipeline import analyze\n"
         f"analyze([{str(example)!r}])\n"
         "assert 'polars' not in sys.modules, 'polars imported'\n"
     )
@@ -224,7 +224,7 @@ def test_analyze_never_imports_polars() -> None:
 
 
 def test_each_row_says_what_crashlens_analyze_says_of_that_job(tmp_path: Path) -> None:
-    from crashlens.analyze import analyze
+    from crashlens.pipeline import analyze
 
     root = _archive(tmp_path / "archive")
     example = Path(__file__).resolve().parents[2] / "examples" / "llamafactory-shm-bus-error"

@@ -15,7 +15,7 @@ from crashlens.parsers.dmesg import (
     KernelLogParser,
     split_kernel_line,
 )
-from crashlens.pci import pci_label
+from crashlens.text.ids import pci_label
 
 from conftest import SAMPLES, sample_text
 

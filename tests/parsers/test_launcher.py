@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from crashlens.engine import analyze_source
 from crashlens.inputs.discover import Source
+from crashlens.match.engine import analyze_source
+from crashlens.match.rules import shipped_rules
 from crashlens.model import Fact, InputKind
 from crashlens.parsers.base import collect_text, safe_sniff
 from crashlens.parsers.launcher import GLOG_YEAR, LauncherParser, parse_cuda_oom
 from crashlens.parsers.torchelastic import TorchElasticErrorParser
-from crashlens.rules import shipped_rules
 
 from conftest import SAMPLES, sample_text
 

@@ -9,7 +9,7 @@ import pytest
 from crashlens.model import Fact, FactValue
 from crashlens.parsers.base import DocumentResult
 from crashlens.parsers.nvidia_smi import NvidiaSmiParser
-from crashlens.pci import normalize_pci
+from crashlens.text.ids import normalize_pci
 
 from conftest import SAMPLES, sample_text
 

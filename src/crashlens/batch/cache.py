@@ -21,7 +21,7 @@ from typing import Any
 from crashlens import __version__
 from crashlens.batch.fingerprint import FINGERPRINT_VERSION
 from crashlens.batch.row import JobRow
-from crashlens.rules import Rule
+from crashlens.match.rules import Rule
 
 CACHE_NAME = "scan-cache.jsonl"
 CACHE_FORMAT = 1

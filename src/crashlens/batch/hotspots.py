@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crashlens.model import Category, Fact, FactValue, InputAnalysis, Role
-from crashlens.pci import normalize_pci
+from crashlens.text.ids import normalize_pci
 
 HOST_FAULT_FACTS = frozenset({"kernel.mce", "kernel.edac", "kernel.aer", "kernel.pcie_link_down"})
 """Facts that are hardware faults of the host (the device, if any, may not be a GPU)."""

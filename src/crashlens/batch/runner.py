@@ -30,17 +30,17 @@ from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 from typing import Any
 
-from crashlens.analyze import build_report
 from crashlens.batch.fingerprint import fingerprint, normalize
 from crashlens.batch.hotspots import failure_host, implicated
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.row import JobRow
-from crashlens.classify import shipped_model
-from crashlens.engine import analyze_source, build_matcher
+from crashlens.decide.classifier import shipped_model
 from crashlens.inputs.discover import iter_inputs
+from crashlens.match.engine import analyze_source, build_matcher
+from crashlens.match.rules import Rule, shipped_rules
 from crashlens.model import Category, Fact, Hit, InputAnalysis, InputStatus, Report, Role
 from crashlens.parsers.launcher import GLOG_YEAR
-from crashlens.rules import Rule, shipped_rules
+from crashlens.pipeline import build_report
 
 EPOCH_MIN = 946_684_800.0
 """Timestamps below 2000-01-01 are seconds since boot (raw dmesg), not wall-clock time."""

@@ -21,7 +21,7 @@ from crashlens.batch.jobs import JobSpec, discover_jobs
 from crashlens.batch.row import JobRow
 from crashlens.batch.runner import Runner
 from crashlens.batch.summary import SummaryBuilder
-from crashlens.rules import shipped_rules
+from crashlens.match.rules import shipped_rules
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"

@@ -1,10 +1,10 @@
 """A self-contained HTML report: one file, inline CSS and SVG, no network, no external script.
 
 `render_html(report)` is pure: the verdict, the ranked causes with confidence bars, every
-evidence line with its file, line and (when `crashlens.context` filled it) the lines around it,
-remediation as copyable commands, and a timeline chart of the evidence across files and ranks
-(which rank failed first, what followed). All log text is HTML-escaped; the only script is an
-inline copy-button handler, allowed by hash in the page's Content-Security-Policy.
+evidence line with its file, line and (when `crashlens.inputs.context` filled it) the lines
+around it, remediation as copyable commands, and a timeline chart of the evidence across files
+and ranks (which rank failed first, what followed). All log text is HTML-escaped; the only
+script is an inline copy-button handler, allowed by hash in the page's Content-Security-Policy.
 """
 
 from __future__ import annotations

@@ -62,8 +62,8 @@ from typing import ClassVar
 
 from crashlens.model import Fact, FactValue, InputKind, Line
 from crashlens.parsers.base import LogCollector, LogParser, Split, fact
-from crashlens.pci import pci_label
-from crashlens.xid import lookup
+from crashlens.parsers.dmesg.xid import lookup
+from crashlens.text.ids import pci_label
 
 SYSLOG_YEAR = 2000
 """Year given to syslog/journal timestamps that print none (leap year: Feb 29 still parses)."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from crashlens.classify import Model, final_verdict
-from crashlens.decide import MIN_REPORTED, VERDICT_THRESHOLD, Candidate, Decision, WeighedHit
-from crashlens.features import features
+from crashlens.decide.classifier import Model, final_verdict
+from crashlens.decide.features import features
+from crashlens.decide.policy import MIN_REPORTED, VERDICT_THRESHOLD, Candidate, Decision, WeighedHit
 from crashlens.model import Category, InputAnalysis
 
 EXPLAINING_LINES = 3

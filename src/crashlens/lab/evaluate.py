@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crashlens.analyze import analyze_inputs
-from crashlens.classify import Model, final_verdict
-from crashlens.corpus import LABELS, Case
-from crashlens.decide import VERDICT_THRESHOLD, Decision, decide
-from crashlens.features import features
+from crashlens.decide.classifier import Model, final_verdict
+from crashlens.decide.features import features
+from crashlens.decide.policy import VERDICT_THRESHOLD, Decision, decide
+from crashlens.decide.rerank import rerank
+from crashlens.lab.corpus import LABELS, Case
+from crashlens.match.rules import Rule, shipped_rules
 from crashlens.model import Fact, InputAnalysis
-from crashlens.rank import rerank
-from crashlens.rules import Rule, shipped_rules
+from crashlens.pipeline import analyze_inputs
 
 FOLDS = 5
 ECE_BINS = 10
@@ -223,7 +223,7 @@ def grouped_folds(prepared: Sequence[Prepared], folds: int = FOLDS) -> list[list
 
 
 def fit_calibrated(train: Sequence[Prepared], fitter: Callable[..., Model]) -> Model:
-    from crashlens.train import best_temperature
+    from crashlens.lab.train import best_temperature
 
     inner = grouped_folds(train, folds=4)
     held_out: list[dict[str, float]] = []
@@ -244,7 +244,7 @@ def fit_calibrated(train: Sequence[Prepared], fitter: Callable[..., Model]) -> M
 
 def cross_validate(prepared: Sequence[Prepared]) -> dict[str, list[Prediction]]:
     """Out-of-fold predictions of every method, in case order."""
-    from crashlens.train import fit
+    from crashlens.lab.train import fit
 
     results: dict[str, list[Prediction | None]] = {
         "rules": [p.rules for p in prepared],

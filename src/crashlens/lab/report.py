@@ -6,8 +6,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from crashlens.corpus import LABELS
-from crashlens.evaluate import Metrics
+from crashlens.lab.corpus import LABELS
+from crashlens.lab.evaluate import Metrics
 
 _ROWS = (
     ("top-1 accuracy", "top1"),

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from crashlens.detect import detect
+from crashlens.inputs.detect import detect
 from crashlens.inputs.discover import Source
 from crashlens.inputs.read import (
     binary_reason,
@@ -23,11 +23,11 @@ from crashlens.inputs.read import (
     text_chunks,
     utf16_encoding,
 )
+from crashlens.match.rules import Rule
+from crashlens.match.scan import Backend, ScanPattern, make_backend, scan_chunks
 from crashlens.model import Fact, Hit, InputAnalysis, InputKind, InputStatus, Line
 from crashlens.parsers import PARSERS, get_parser
 from crashlens.parsers.base import DocumentParser, LogParser, Parser, clean_line
-from crashlens.rules import Rule
-from crashlens.scan import Backend, ScanPattern, make_backend, scan_chunks
 
 MAX_HITS_PER_RULE = 20
 """Hits kept per rule and input (the earliest); later ones are only counted."""

@@ -44,10 +44,10 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from crashlens.literals import required_literals
 from crashlens.model import Fact, FactValue, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
-from crashlens.pci import normalize_pci
+from crashlens.text.ids import normalize_pci
+from crashlens.text.literals import required_literals
 
 # --- shared ------------------------------------------------------------------------------------
 

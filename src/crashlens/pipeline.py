@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from typing import IO
 
 from crashlens import __version__
-from crashlens.classify import Model, shipped_model
-from crashlens.decide import Candidate, Decision, WeighedHit, decide
-from crashlens.engine import analyze_source
+from crashlens.decide.classifier import Model, shipped_model
+from crashlens.decide.policy import Candidate, Decision, WeighedHit, decide
+from crashlens.decide.remedy import GENERIC_CHECKS, actions, base_context, hit_context, summary
+from crashlens.decide.rerank import rerank
 from crashlens.inputs.discover import Source, iter_inputs
+from crashlens.match.engine import analyze_source
+from crashlens.match.rules import Rule, Step, rule_index, shipped_rules
 from crashlens.model import (
     Action,
     Cause,
@@ -27,9 +30,6 @@ from crashlens.model import (
     InputStatus,
     Report,
 )
-from crashlens.rank import rerank
-from crashlens.remedy import GENERIC_CHECKS, actions, base_context, hit_context, summary
-from crashlens.rules import Rule, Step, rule_index, shipped_rules
 
 MAX_EVIDENCE = 8
 """Evidence lines shown per cause; the strongest first."""

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
-from crashlens.diskcache import read_entry, write_entry
-from crashlens.literals import required_literals
+from crashlens.match.diskcache import read_entry, write_entry
+from crashlens.text.literals import required_literals
 
 # One literal prefix (ESC) before the alternation lets `re` jump from escape to escape.
 _ANSI_BYTES = re.compile(rb"\x1b(?:\[[0-9;?]*[A-Za-z]|\][^\x07\n]*\x07|[()][A-Za-z0-9])")
@@ -194,7 +194,7 @@ class Backend(Protocol):
 class PythonBackend:
     """Without hyperscan: slower, but available everywhere, with the same results.
 
-    Every pattern but a few has required literals (crashlens.literals; the rule tests insist
+    Every pattern but a few has required literals (crashlens.text.literals; the rule tests insist
     on one of 4+ characters). One multi-literal pass (polars' Aho-Corasick, in Rust) finds the
     lines holding any of them; each such line is then matched, in Python, by the patterns of
     the literals it holds. A pattern without literals runs over the whole buffer.

@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from crashlens import __version__
+from crashlens.decide.remedy import human_bytes
 from crashlens.inputs.discover import COLLECT_RECORD_MARKERS, Source, iter_inputs
 from crashlens.model import InputStatus
-from crashlens.remedy import human_bytes
 
 if TYPE_CHECKING:
     from crashlens.redact import Redactor

@@ -12,9 +12,9 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from crashlens.classify import Model
-from crashlens.corpus import Case
-from crashlens.rules import default_pattern_dir
+from crashlens.decide.classifier import Model
+from crashlens.lab.corpus import Case
+from crashlens.library import default_pattern_dir
 
 REGULARIZATION = 0.5
 """Inverse L2 strength: the corpus is small, so weights are kept modest."""
@@ -97,9 +97,9 @@ def best_temperature(logit_rows: Sequence[dict[str, float]], labels: Sequence[st
 
 def train_on_corpus(root: Path, cases: Sequence[Case]) -> Model:
     """Analyze every case and fit the shipped model, temperature included."""
-    from crashlens.corpus import corpus_digest
-    from crashlens.evaluate import fit_calibrated, prepare
-    from crashlens.rules import shipped_rules
+    from crashlens.lab.corpus import corpus_digest
+    from crashlens.lab.evaluate import fit_calibrated, prepare
+    from crashlens.match.rules import shipped_rules
 
     rules = shipped_rules()
     prepared = [prepare(case, rules) for case in cases]

@@ -110,9 +110,9 @@ def analyze(
     ] = None,
 ) -> None:
     """Analyze the files a failed run left behind and report the root cause."""
-    from crashlens.analyze import AnalyzeOptions
-    from crashlens.analyze import analyze as run_analysis
     from crashlens.errors import PatternError
+    from crashlens.pipeline import AnalyzeOptions
+    from crashlens.pipeline import analyze as run_analysis
 
     if backend not in ("auto", "hyperscan", "python"):
         _fatal(f"--backend must be auto, hyperscan or python, not {backend!r}", EXIT_USAGE)
@@ -142,7 +142,7 @@ def _prepare(
 ) -> Report:
     """Add context lines (HTML shows them), then redact: both before any rendering."""
     if output_format is Format.HTML:
-        from crashlens.context import add_context
+        from crashlens.inputs.context import add_context
 
         report = add_context(report, paths)
     if not redact:
@@ -202,8 +202,8 @@ def detect(
     paths: Annotated[list[str], typer.Argument(help="Inputs to identify.")],
 ) -> None:
     """Show how each input's kind is detected: every parser's score."""
-    from crashlens.detect import detect as detect_kind
-    from crashlens.detect import scores
+    from crashlens.inputs.detect import detect as detect_kind
+    from crashlens.inputs.detect import scores
     from crashlens.inputs.discover import iter_inputs
     from crashlens.inputs.read import read_head, sniff_text
     from crashlens.model import InputStatus
@@ -223,7 +223,7 @@ def detect(
 @rules_app.command("list")
 def rules_list() -> None:
     """List every rule: id, category, role, weight and title."""
-    from crashlens.rules import shipped_rules
+    from crashlens.match.rules import shipped_rules
 
     for rule in shipped_rules():
         typer.echo(
@@ -235,7 +235,7 @@ def rules_list() -> None:
 @rules_app.command("show")
 def rules_show(rule_id: Annotated[str, typer.Argument(help="A rule id.")]) -> None:
     """Show one rule: patterns, remediation and source file."""
-    from crashlens.rules import shipped_rules
+    from crashlens.match.rules import shipped_rules
 
     for rule in shipped_rules():
         if rule.id == rule_id:
@@ -264,9 +264,9 @@ def eval_corpus(
     """Measure accuracy on the labelled corpus: rules, rules + classifier, two baselines."""
     import tomllib
 
-    from crashlens.corpus import load_cases
-    from crashlens.evaluate import corpus_counts, evaluate
-    from crashlens.render.evaluation import render_eval_json, render_eval_text
+    from crashlens.lab.corpus import load_cases
+    from crashlens.lab.evaluate import corpus_counts, evaluate
+    from crashlens.lab.report import render_eval_json, render_eval_text
 
     cases = load_cases(corpus)
     if not cases:
@@ -290,9 +290,9 @@ def train(
     ] = None,
 ) -> None:
     """Fit the classifier on the corpus and write it into the package (deterministic)."""
-    from crashlens.classify import shipped_model_path
-    from crashlens.corpus import load_cases
-    from crashlens.train import train_on_corpus
+    from crashlens.decide.classifier import shipped_model_path
+    from crashlens.lab.corpus import load_cases
+    from crashlens.lab.train import train_on_corpus
 
     cases = load_cases(corpus)
     if not cases:
@@ -347,7 +347,7 @@ def scan(
     ] = 600.0,
 ) -> None:
     """Analyze every job of a log archive: a table of verdicts, top failures, nodes to drain."""
-    from crashlens.batch.cli import run_scan_command
+    from crashlens.cli.scan import run_scan_command
 
     code = run_scan_command(
         root=root,

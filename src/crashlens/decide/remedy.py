@@ -13,9 +13,9 @@ import math
 import string
 from collections.abc import Iterable, Mapping, Sequence
 
+from crashlens.match.rules import Rule, Step
 from crashlens.model import Action, Category, Fact, FactValue, Hit
-from crashlens.pci import pci_label
-from crashlens.rules import Rule, Step
+from crashlens.text.ids import pci_label
 
 _FORMATTER = string.Formatter()
 

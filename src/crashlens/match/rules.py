@@ -17,12 +17,12 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from crashlens.diskcache import read_entry, write_entry
 from crashlens.errors import PatternError
+from crashlens.library import default_pattern_dir
+from crashlens.match.diskcache import read_entry, write_entry
 from crashlens.model import Category, Fact, FactValue, InputKind, Role
 
 LOG_KINDS = frozenset({InputKind.LAUNCHER, InputKind.DMESG, InputKind.OTHER})
@@ -412,14 +412,6 @@ def _table(path: Path, content: bytes) -> dict[str, Any]:
         raise PatternError(str(path), f"not UTF-8: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise PatternError(str(path), f"not valid TOML: {error}") from None
-
-
-def default_pattern_dir() -> Path:
-    """The shipped rule library: `crashlens/patterns` in the wheel, `patterns/` in a checkout."""
-    packaged = Path(str(resources.files("crashlens") / "patterns"))
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "patterns"
 
 
 def load_rules(directory: Path) -> tuple[Rule, ...]:

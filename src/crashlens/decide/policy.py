@@ -26,8 +26,8 @@ from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from crashlens.match.rules import Rule, rule_index
 from crashlens.model import Category, Fact, Hit, InputAnalysis, InputKind, Role
-from crashlens.rules import Rule, rule_index
 
 VERDICT_THRESHOLD = 0.5
 """Below this confidence the top cause is reported, but the verdict is `unknown`."""

@@ -1,7 +1,7 @@
 """The NVIDIA Xid catalog: what an Xid code means and what to do about it.
 
 The data lives in `patterns/tables/xid.toml` (shipped with the rule library, found the same way
-as the rules: `crashlens.rules.default_pattern_dir()`), so a new code is a data change, not a
+as the rules: `crashlens.library.default_pattern_dir()`), so a new code is a data change, not a
 code change. `lookup(code)` returns an `XidInfo` or None for codes the catalog does not list.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from crashlens.errors import PatternError
-from crashlens.rules import default_pattern_dir
+from crashlens.library import default_pattern_dir
 
 CATEGORIES = frozenset({"hardware", "driver", "application", "noise"})
 """How crashlens reads an Xid: a fault of the GPU, of the driver, of the job, or a consequence."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crashlens.decide import Decision
+from crashlens.decide.policy import Decision
 from crashlens.model import Fact, InputAnalysis
 
 _CATEGORICAL = {

@@ -1,0 +1,1 @@
+"""Offline tooling, never on the `analyze` path: the labelled corpus, evaluation and training."""
