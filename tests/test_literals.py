@@ -55,3 +55,23 @@ def test_most_scan_patterns_have_a_prefilter() -> None:
         whole = search.backend._whole  # type: ignore[attr-defined]
         prefiltered = len(search.targets) - len(whole)
         assert prefiltered >= 0.9 * len(search.targets), kind
+
+
+def test_a_gate_is_closed_only_when_no_pattern_can_match() -> None:
+    from crashlens.text.literals import Gate
+
+    gate = Gate(r"Xid \(PCI:[0-9a-f:.]+\): ([0-9]+)", r"NVRM: GPU has fallen off the bus")
+    assert gate.literals is not None
+    assert not gate.may_match("kernel: usb 1-1: new high-speed USB device")
+    found = gate.search("NVRM: Xid (PCI:0000:3b:00.0): 79, pid=1")
+    assert found is not None and found.group(1) == "79"
+    assert gate.search("NVRM: GPU has fallen off the bus.") is not None
+
+
+def test_a_gate_without_usable_literals_stays_open() -> None:
+    from crashlens.text.literals import Gate
+
+    open_gate = Gate(r"[0-9]+", r"(?i)killed")
+    assert open_gate.literals is None
+    assert open_gate.may_match("anything at all")
+    assert open_gate.search("Killed") is not None

@@ -73,3 +73,47 @@ def _sequence(items: list[tuple[Any, Any]]) -> Choice | None:
                 best = _better(best, _sequence(body))
     flush()
     return best
+
+
+class Gate:
+    """Regexes with the literals derived from them: a cheap `in` test before any regex runs.
+
+    One idiom for every "skip this line (or this input) unless it could match" shortcut:
+    the literals come from the patterns themselves, so they cannot drift from them. Where a
+    pattern has no usable literal (or is case-insensitive) the gate is open: `may_match` is
+    always true and only the regexes decide, which keeps the shortcut exact.
+    """
+
+    __slots__ = ("literals", "patterns")
+
+    def __init__(self, *patterns: str | re.Pattern[str]) -> None:
+        self.patterns: tuple[re.Pattern[str], ...] = tuple(
+            p if isinstance(p, re.Pattern) else re.compile(p) for p in patterns
+        )
+        self.literals: tuple[str, ...] | None = _union_literals(self.patterns)
+
+    def may_match(self, text: str) -> bool:
+        """False only when no pattern can match `text` (none of the literals is in it)."""
+        literals = self.literals
+        return literals is None or any(literal in text for literal in literals)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first pattern's match in `text` (in pattern order), or None; gated first."""
+        if not self.may_match(text):
+            return None
+        for pattern in self.patterns:
+            found = pattern.search(text)
+            if found is not None:
+                return found
+        return None
+
+
+def _union_literals(patterns: tuple[re.Pattern[str], ...]) -> tuple[str, ...] | None:
+    """Substrings one of which every match of any pattern holds (None: the gate stays open)."""
+    found: list[str] = []
+    for pattern in patterns:
+        literals = required_literals(pattern.pattern)
+        if literals is None or literals[1] or pattern.flags & re.IGNORECASE:
+            return None
+        found.extend(sorted(literals[0]))
+    return tuple(dict.fromkeys(found))

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from crashlens.model import Fact, FactValue, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
 from crashlens.text.ids import normalize_pci
-from crashlens.text.literals import required_literals
+from crashlens.text.literals import Gate
 
 # --- shared ------------------------------------------------------------------------------------
 
@@ -225,25 +225,13 @@ _DEVICE_HANDLE_RE = re.compile(r"^Unable to determine the device handle for (?:G
 _BAD_FIELD_RE = re.compile(r'^Field "[^"]*" is not a valid field to query')
 
 
-def _required(patterns: tuple[re.Pattern[str], ...]) -> tuple[str, ...] | None:
-    """Substrings one of which every match of any of `patterns` holds (None: not for all)."""
-    found: list[str] = []
-    for pattern in patterns:
-        literals = required_literals(pattern.pattern)
-        if literals is None or literals[1]:
-            return None
-        found.extend(literals[0])
-    return tuple(found)
-
-
-_FAILURE_LITERALS = _required((*(rx for rx, _ in _FAILURES), _BAD_FIELD_RE))
+_FAILURE_GATE = Gate(*(rx for rx, _ in _FAILURES), _BAD_FIELD_RE)
 """Derived from those patterns: most outputs hold none of them and skip the line loop."""
 
 
 def _parse_failures(text: str, lines: list[tuple[int, str]], out: _Out) -> None:
     """Whole-output failures, and per-GPU `Unable to determine the device handle` lines."""
-    gate = _FAILURE_LITERALS
-    if gate is not None and "\x1b" not in text and not any(lit in text for lit in gate):
+    if "\x1b" not in text and not _FAILURE_GATE.may_match(text):
         return  # (ANSI escapes could split a literal: then every line is looked at)
     nvml_version = next(
         (m.group(1) for _, line in lines if (m := _NVML_VERSION_RE.match(line.strip()))), None
