@@ -32,10 +32,8 @@ def _batch_of(case: Case) -> str | None:
 
 
 def _grep_text(logs: Path, limit: int = 4 * 1024 * 1024) -> str:
-    parts = []
-    for path in sorted(p for p in logs.rglob("*") if p.is_file()):
-        parts.append(path.read_bytes()[:limit].decode("utf-8", "replace"))
-    return "\n".join(parts)
+    files = sorted(p for p in logs.rglob("*") if p.is_file())
+    return "\n".join(p.read_bytes()[:limit].decode("utf-8", "replace") for p in files)
 
 
 def main() -> int:
