@@ -35,6 +35,26 @@ class InputKind(StrEnum):
     """Plain text of unknown origin: every line is still scanned by the generic rules."""
 
 
+class Clock(StrEnum):
+    """What a float timestamp counts, as the parser that read it knows (set beside the float).
+
+    Only the parser sees the prefix a time came from, so it says which clock it is; consumers
+    (timelines, "which line came first", age checks) compare times of one clock only.
+    """
+
+    WALL = "wall"
+    """Epoch seconds (UTC): a full date was printed (deepspeed `[2025-03-14 10:02:04,122]`,
+    `dmesg -T` / `--time-format iso`, journalctl ISO). Comparable across files and hosts."""
+    BOOT = "boot"
+    """Seconds since the host booted (raw dmesg `[ 1234.5]`, /dev/kmsg). Comparable only
+    within one boot of one host; never a date."""
+    YEARLESS = "yearless"
+    """Epoch seconds of a wall time printed without a year (glog `E0325 20:57:27.62`, syslog
+    `Mar 25 20:57:27`): the parser filled in a placeholder leap year (`GLOG_YEAR`,
+    `SYSLOG_YEAR`, both 2000). Orders lines of one file; the date is not the real one, and
+    comparing with a `wall` time needs the real year from elsewhere."""
+
+
 class Category(StrEnum):
     """Root-cause categories (a contract, see taxonomy.md)."""
 
@@ -80,6 +100,9 @@ class Line:
     """Host the line came from (pdsh `host: ` prefix, NCCL `host:pid:tid`, syslog host)."""
     timestamp: float | None = None
     """Seconds: epoch seconds when the log has wall-clock times, else seconds since boot."""
+    clock: Clock | None = None
+    """What `timestamp` counts (wall, since boot, or yearless), set by the parser with it;
+    None when there is no timestamp."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +173,8 @@ class Hit:
     rank: int | None = None
     host: str | None = None
     timestamp: float | None = None
+    clock: Clock | None = None
+    """What `timestamp` counts (see `Clock`); copied from the line."""
     also: tuple[tuple[Category, float], ...] = ()
     """Weaker support this same hit gives to other categories (a Bus error -> hardware)."""
     against: bool = False
@@ -187,6 +212,8 @@ class Evidence:
     host: str | None = None
     timestamp: float | None = None
     """Seconds (epoch, or since boot for raw dmesg): orders a timeline across files."""
+    clock: Clock | None = None
+    """What `timestamp` counts (see `Clock`): only times of one clock order against each other."""
     context: tuple[tuple[int, str], ...] = ()
     """Neighbouring lines as (line number, text), the cited line excluded. Empty unless
     `crashlens.inputs.context.add_context` filled it (the HTML report shows them)."""

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from crashlens.model import Fact, FactValue, InputKind, Line
+from crashlens.model import Clock, Fact, FactValue, InputKind, Line
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Za-z0-9]")
 
@@ -43,6 +43,8 @@ class Split:
     rank: int | None = None
     host: str | None = None
     timestamp: float | None = None
+    clock: Clock | None = None
+    """What `timestamp` counts: set together with it by the prefix that gave it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,7 @@ class Parser(ABC):
             rank=split.rank,
             host=split.host,
             timestamp=split.timestamp,
+            clock=split.clock,
         )
 
 

@@ -60,7 +60,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from crashlens.model import Fact, FactValue, InputKind, Line
+from crashlens.model import Clock, Fact, FactValue, InputKind, Line
 from crashlens.parsers.base import LogCollector, LogParser, Split, fact
 from crashlens.parsers.dmesg.xid import lookup
 from crashlens.text.ids import pci_label
@@ -132,6 +132,11 @@ def _iso_epoch(m: re.Match[str], fraction: str, zone: str | None) -> float | Non
     return base + float(f"0.{fraction}" if fraction else 0) - _zone_seconds(zone)
 
 
+def _stamped(text: str, stamp: float | None, clock: Clock, host: str | None = None) -> Split:
+    """A split whose clock is set only when the prefix gave a time."""
+    return Split(text=text, host=host, timestamp=stamp, clock=None if stamp is None else clock)
+
+
 def _split_syslog(raw: str) -> Split | None:
     found = _SYSLOG.match(raw)
     if not found:
@@ -142,7 +147,7 @@ def _split_syslog(raw: str) -> Split | None:
         stamp = _epoch(SYSLOG_YEAR, month, int(found[2]), (found[3], found[4], found[5]))
         if stamp is not None and found[6]:
             stamp += float(found[6])
-    return Split(text=_strip_mono(raw[found.end() :]), host=found[7], timestamp=stamp)
+    return _stamped(_strip_mono(raw[found.end() :]), stamp, Clock.YEARLESS, host=found[7])
 
 
 def _split_journal_iso(raw: str) -> Split | None:
@@ -150,7 +155,7 @@ def _split_journal_iso(raw: str) -> Split | None:
     if not found:
         return None
     stamp = _iso_epoch(found, (found[7] or "")[1:], found[8])
-    return Split(text=_strip_mono(raw[found.end() :]), host=found[9], timestamp=stamp)
+    return _stamped(_strip_mono(raw[found.end() :]), stamp, Clock.WALL, host=found[9])
 
 
 def _strip_mono(text: str) -> str:
@@ -163,22 +168,22 @@ def _split_kernel_prefix(raw: str) -> Split | None:
     """The prefixes only dmesg-like tools print (no host)."""
     found = _KMSG.match(raw)
     if found:
-        return Split(text=raw[found.end() :], timestamp=int(found[1]) / 1e6)
+        return _stamped(raw[found.end() :], int(found[1]) / 1e6, Clock.BOOT)
     prio = _PRIO.match(raw)
     rest = raw[prio.end() :] if prio else raw
     found = _MONO.match(rest)
     if found:
-        return Split(text=rest[found.end() :], timestamp=float(found[1]))
+        return _stamped(rest[found.end() :], float(found[1]), Clock.BOOT)
     found = _CTIME.match(raw)
     if found:
         month = _month(found[2])
         stamp = None
         if month is not None:
             stamp = _epoch(int(found[7]), month, int(found[3]), (found[4], found[5], found[6]))
-        return Split(text=raw[found.end() :], timestamp=stamp)
+        return _stamped(raw[found.end() :], stamp, Clock.WALL)
     found = _ISO_DMESG.match(raw)
     if found:
-        return Split(text=raw[found.end() :], timestamp=_iso_epoch(found, found[7], found[8]))
+        return _stamped(raw[found.end() :], _iso_epoch(found, found[7], found[8]), Clock.WALL)
     return None
 
 
@@ -203,7 +208,7 @@ def split_kernel_line(raw: str) -> Split:
     if "     " in split.text:
         text = _WRAP_GAP.sub("", split.text)
         if text != split.text:
-            split = Split(text=text, host=split.host, timestamp=split.timestamp)
+            split = Split(text=text, host=split.host, timestamp=split.timestamp, clock=split.clock)
     return split
 
 

@@ -53,7 +53,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from crashlens.model import Fact, FactValue, InputKind, Line
+from crashlens.model import Clock, Fact, FactValue, InputKind, Line
 from crashlens.parsers.base import LogCollector, LogParser, Split, fact
 
 GLOG_YEAR = 2000
@@ -157,6 +157,7 @@ class _Prefixes:
     rank: int | None = None
     host: str | None = None
     timestamp: float | None = None
+    clock: Clock | None = None
 
 
 _PEELERS = (
@@ -189,11 +190,11 @@ def _peel(text: str, found: _Prefixes) -> str | None:
     if peeler is _RANK_PREFIX or peeler is _TEE_PREFIX:
         found.rank = int(m.group(1))
     elif peeler is _GLOG or peeler is _GLOG_BRACKET:
-        found.timestamp = _glog_time(m)
+        found.timestamp, found.clock = _glog_time(m), Clock.YEARLESS
         if found.timestamp is None:
             return None
     elif peeler is _DS_TIME:
-        found.timestamp = _ds_time(m)
+        found.timestamp, found.clock = _ds_time(m), Clock.WALL
         if found.timestamp is None:
             return None
     elif peeler is _NCCL_HOST:
@@ -221,7 +222,10 @@ def split_launcher_line(raw: str) -> Split:
         if rest is None or rest == text:
             break
         text = rest
-    return Split(text=text, rank=found.rank, host=found.host, timestamp=found.timestamp)
+    clock = found.clock if found.timestamp is not None else None
+    return Split(
+        text=text, rank=found.rank, host=found.host, timestamp=found.timestamp, clock=clock
+    )
 
 
 # --- sizes and shared extractors ----------------------------------------------------------------
