@@ -1,0 +1,71 @@
+"""XML that may be cut off or slightly broken, read into an ElementTree anyway.
+
+Pasted tool output (`nvidia-smi -q -x`) is often truncated at a terminal's scroll-back or a
+log size limit. The strict parser is tried first; when it fails, a tokenizer rebuilds the tree
+from whatever tags it finds, closing the elements left open at the end and ignoring close tags
+that match nothing. Entities beyond the five predefined ones are left as written.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+_TOKEN_RE = re.compile(
+    r"<!--.*?-->|<\?.*?\?>|<!\[CDATA\[.*?\]\]>|<![^>]*>"
+    r"|<(?P<close>/)?(?P<tag>[A-Za-z_][\w.:-]*)(?P<attrs>[^<>]*?)(?P<empty>/)?>"
+    r"|(?P<text>[^<]+)",
+    re.DOTALL,
+)
+_ATTR_RE = re.compile(r"""([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&apos;": "'"}
+
+
+def parse_xml(text: str) -> tuple[ET.Element | None, str | None]:
+    """(root, None) when `text` is well-formed; else the tolerant tree and the parser's error.
+
+    The root is None only when no element at all could be read.
+    """
+    try:
+        # A DOCTYPE may name a SYSTEM DTD; expat does not fetch it, so this stays offline.
+        return ET.fromstring(text), None
+    except ET.ParseError as error:
+        return read_tolerant(text), str(error)
+
+
+def read_tolerant(text: str) -> ET.Element | None:
+    """Build a tree from possibly truncated XML: unclosed elements are closed at the end.
+
+    Only the first root element is kept; text outside it is dropped.
+    """
+    root: ET.Element | None = None
+    stack: list[ET.Element] = []
+    for token in _TOKEN_RE.finditer(text):
+        tag = token.group("tag")
+        if tag is None:
+            chunk = token.group("text")
+            if chunk and stack:
+                for entity, char in _ENTITIES.items():
+                    chunk = chunk.replace(entity, char)
+                stack[-1].text = (stack[-1].text or "") + chunk
+            continue
+        if token.group("close"):
+            # Pop to the matching open element; a stray close tag is ignored.
+            if any(el.tag == tag for el in stack):
+                while stack and stack.pop().tag != tag:
+                    pass
+            continue
+        attrs = {
+            m.group(1): m.group(2) or m.group(3) or ""
+            for m in _ATTR_RE.finditer(token.group("attrs") or "")
+        }
+        element = ET.Element(tag, attrs)
+        if stack:
+            stack[-1].append(element)
+        elif root is None:
+            root = element
+        else:
+            continue
+        if not token.group("empty"):
+            stack.append(element)
+    return root
