@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from crashlens.decide.policy import decide, noisy_or
 from crashlens.match.rules import parse_rule
-from crashlens.model import Category, Fact, Hit, InputAnalysis, InputKind, InputStatus
+from crashlens.model import (
+    Category,
+    Fact,
+    Hit,
+    InputAnalysis,
+    InputKind,
+    InputState,
+    InputStatus,
+    Verdict,
+)
 
 
 def _rule(rule_id: str, category: str, role: str, weight: float, **extra: object):
@@ -35,7 +44,7 @@ def _hit(rule, line: int, rank: int | None = None, path: str = "train.log") -> H
 
 
 def _analysis(hits: list[Hit], facts: tuple[Fact, ...] = ()) -> InputAnalysis:
-    status = InputStatus("train.log", InputKind.LAUNCHER, "analyzed")
+    status = InputStatus("train.log", InputKind.LAUNCHER, InputState.ANALYZED)
     return InputAnalysis(status=status, hits=tuple(hits), facts=facts)
 
 
@@ -63,7 +72,7 @@ def test_bus_error_with_small_shm_is_shm() -> None:
 
 def test_context_alone_is_not_a_failure() -> None:
     decision = decide([_analysis([_hit(SHM64, 1)])], RULES)
-    assert decision.verdict == "none"
+    assert decision.verdict is Verdict.NONE
     assert decision.candidates == ()
 
 
@@ -88,7 +97,7 @@ def test_watchdog_on_every_rank_is_a_knock_on_of_the_xid() -> None:
 
 def test_bare_sigkill_is_unknown_and_oom_killer_makes_it_host_oom() -> None:
     alone = decide([_analysis([_hit(SIGKILL, 9)])], RULES)
-    assert alone.verdict == "unknown"
+    assert alone.verdict is Verdict.UNKNOWN
     assert alone.candidates[0].category is Category.HOST_OOM
     both = decide([_analysis([_hit(SIGKILL, 9), _hit(OOM_KILLER, 2, path="dmesg")])], RULES)
     assert both.verdict == "host_oom"

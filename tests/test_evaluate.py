@@ -19,6 +19,7 @@ from crashlens.lab.evaluate import (
     score,
 )
 from crashlens.match.rules import shipped_rules
+from crashlens.model import Verdict
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
@@ -35,9 +36,9 @@ def test_calibration_error() -> None:
 def test_score_counts_unknown_as_wrong_and_none_given_cause() -> None:
     cases = [_case("shm"), _case("none"), _case("none", difficulty="hard")]
     predictions = [
-        Prediction("unknown", ("shm",), 0.3),
-        Prediction("host_oom", ("host_oom", "none"), 0.6),
-        Prediction("none", ("none",), 0.9),
+        Prediction(Verdict.UNKNOWN, ("shm",), 0.3),
+        Prediction(Verdict.HOST_OOM, ("host_oom", "none"), 0.6),
+        Prediction(Verdict.NONE, ("none",), 0.9),
     ]
     metrics = score("m", cases, predictions)
     assert abs(metrics.top1 - 1 / 3) < 1e-9
@@ -48,7 +49,7 @@ def test_score_counts_unknown_as_wrong_and_none_given_cause() -> None:
 
 
 def test_grep_baseline() -> None:
-    assert grep_prediction("all good\n").verdict == "none"
+    assert grep_prediction("all good\n").verdict is Verdict.NONE
     assert grep_prediction("Bus error\n/dev/shm full\n").verdict == "shm"
 
 

@@ -9,7 +9,18 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from crashlens.cli import app
-from crashlens.model import Action, Category, Cause, Evidence, InputKind, InputStatus, Report, Role
+from crashlens.model import (
+    Action,
+    Category,
+    Cause,
+    Evidence,
+    InputKind,
+    InputState,
+    InputStatus,
+    Report,
+    Role,
+    Verdict,
+)
 from crashlens.render.html import render_html
 
 RUNNER = CliRunner()
@@ -111,11 +122,13 @@ def _report() -> Report:
         demoted_because="the timeouts are a knock-on of the Xid",
     )
     return Report(
-        verdict="hardware",
+        verdict=Verdict.HARDWARE,
         causes=(cause, second),
         inputs=(
-            InputStatus("logs/train.log", InputKind.LAUNCHER, "analyzed"),
-            InputStatus("core.bin", None, "skipped", reason="binary data (an ELF core dump)"),
+            InputStatus("logs/train.log", InputKind.LAUNCHER, InputState.ANALYZED),
+            InputStatus(
+                "core.bin", None, InputState.SKIPPED, reason="binary data (an ELF core dump)"
+            ),
         ),
         failure_seen=True,
         first_failure=first,
@@ -196,12 +209,12 @@ def test_year_less_times_are_aligned_with_dated_ones() -> None:
     dated = _evidence(timestamp=1_749_565_985.0)  # 2025-06-10 14:33:05
     yearless = _evidence(path="kern.log", line=1, timestamp=960_645_831.0)  # Jun 10 14:03:51
     cause = Cause(Category.SHM, 0.7, "s", (dated, yearless), (), ())
-    page = render_html(Report("shm", (cause,), (), first_failure=yearless))
+    page = render_html(Report(Verdict.SHM, (cause,), (), first_failure=yearless))
     assert "2025-06-10 14:03:51" in page and "2000-" not in page
 
 
 def test_empty_and_none_reports_render() -> None:
-    page = render_html(Report(verdict="none", causes=(), inputs=()))
+    page = render_html(Report(verdict=Verdict.NONE, causes=(), inputs=()))
     _parse(page)
     assert "No failure found" in page and 'id="timeline"' not in page
 

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from crashlens.decide.classifier import model_from_json, shipped_model, shipped_model_path
-from crashlens.lab.corpus import corpus_digest
+from crashlens.lab.corpus import LABELS, corpus_digest
 from crashlens.lab.train import rules_digest
+from crashlens.model import Category, Verdict
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
@@ -36,17 +37,7 @@ def test_model_is_plain_json_with_every_label() -> None:
         "intercept",
         "weights",
     }
-    assert set(data["classes"]) == {
-        "shm",
-        "gpu_oom",
-        "host_oom",
-        "hardware",
-        "driver",
-        "filesystem",
-        "permissions",
-        "network",
-        "none",
-    }
+    assert set(data["classes"]) == set(LABELS)
     model = model_from_json(shipped_model_path().read_text())
     probabilities = model.probabilities({"rule:shm-dataloader-bus-error": 1.0})
     assert abs(sum(probabilities.values()) - 1.0) < 1e-9
@@ -63,3 +54,10 @@ def test_scoring_does_not_import_scikit_learn() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
     assert done.stdout.strip() == "False"
+
+
+def test_verdict_is_every_category_then_unknown_and_none() -> None:
+    assert [v.value for v in Verdict] == [*(c.value for c in Category), "unknown", "none"]
+    assert all(Verdict.of(c).category is c for c in Category)
+    assert Verdict.UNKNOWN.category is None and not Verdict.NONE.names_cause
+    assert [label.value for label in LABELS] == [*(c.value for c in Category), "none"]

@@ -19,7 +19,17 @@ from typer.testing import CliRunner
 
 from crashlens.cli import app
 from crashlens.inputs.context import add_context
-from crashlens.model import Action, Category, Cause, Evidence, InputStatus, Report, Role
+from crashlens.model import (
+    Action,
+    Category,
+    Cause,
+    Evidence,
+    InputState,
+    InputStatus,
+    Report,
+    Role,
+    Verdict,
+)
 from crashlens.pipeline import analyze
 from crashlens.redact import PSEUDONYM_RE, Redactor, redact_report
 from crashlens.render.html import render_html
@@ -129,11 +139,14 @@ def _synthetic_report() -> Report:
         demoted_because=None,
     )
     return Report(
-        verdict="shm",
+        verdict=Verdict.SHM,
         causes=(cause,),
         inputs=(
             InputStatus(
-                path="/home/jdoe42/jobs/42/train.log", kind=None, status="analyzed", reason=None
+                path="/home/jdoe42/jobs/42/train.log",
+                kind=None,
+                status=InputState.ANALYZED,
+                reason=None,
             ),
         ),
         failure_seen=True,

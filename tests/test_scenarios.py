@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from crashlens.model import Report
+from crashlens.model import Report, Verdict
 from crashlens.pipeline import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,7 +219,7 @@ def test_scenario(scenario: Scenario) -> None:
 
 @pytest.mark.parametrize("folder", NONE_SCENARIOS, ids=lambda f: f.split("/")[-1])
 def test_harmless_noise_is_not_a_failure(folder: str) -> None:
-    assert _run(folder).verdict == "none"
+    assert _run(folder).verdict is Verdict.NONE
 
 
 def test_at_least_25_scenarios_cover_every_category() -> None:
@@ -253,7 +253,7 @@ def test_bare_sigkill_is_unknown_with_what_to_collect(tmp_path: Path) -> None:
         "['/usr/bin/python3', '-u', 'train.py', '--local_rank=3'] exits with return code = -9\n"
     )
     report = analyze([str(log)])
-    assert report.verdict == "unknown"
+    assert report.verdict is Verdict.UNKNOWN
     assert report.causes and report.causes[0].category.value == "host_oom"
     assert any("dmesg" in (a.command or "") for a in report.next_checks)
 
@@ -284,11 +284,11 @@ def test_a_traceback_the_run_survived_is_not_a_failure(tmp_path: Path) -> None:
         "{'loss': 0.912, 'learning_rate': 1.2e-05, 'epoch': 2.0}\n"
         "Training completed. Do not forget to share your model on huggingface.co/models =)\n"
     )
-    assert analyze([str(log)]).verdict == "none"
+    assert analyze([str(log)]).verdict is Verdict.NONE
     crashed = tmp_path / "crashed.log"
     crashed.write_text(
         "Training completed. Do not forget to share your model on huggingface.co/models =)\n"
         "Traceback (most recent call last):\n"
         "RuntimeError: checkpoint upload failed\n"
     )
-    assert analyze([str(crashed)]).verdict == "unknown"
+    assert analyze([str(crashed)]).verdict is Verdict.UNKNOWN

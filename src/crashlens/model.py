@@ -68,6 +68,42 @@ class Category(StrEnum):
     NETWORK = "network"
 
 
+class Verdict(StrEnum):
+    """A report's verdict (a contract, see report-contract.md): a category, or no cause named.
+
+    The members mirror `Category` value for value, in the same order, then the two answers
+    that name no cause; `Verdict.of(category)` and `Verdict.category` convert between them.
+    """
+
+    SHM = "shm"
+    GPU_OOM = "gpu_oom"
+    HOST_OOM = "host_oom"
+    HARDWARE = "hardware"
+    DRIVER = "driver"
+    FILESYSTEM = "filesystem"
+    PERMISSIONS = "permissions"
+    NETWORK = "network"
+    UNKNOWN = "unknown"
+    """A failure is visible, but no cause has enough evidence."""
+    NONE = "none"
+    """The inputs show no failure at all."""
+
+    @classmethod
+    def of(cls, category: Category) -> Verdict:
+        """The verdict that names `category`."""
+        return cls(category.value)
+
+    @property
+    def category(self) -> Category | None:
+        """The category this verdict names; None for `unknown` and `none`."""
+        return None if self in (Verdict.UNKNOWN, Verdict.NONE) else Category(self.value)
+
+    @property
+    def names_cause(self) -> bool:
+        """Whether the verdict is a category (not `unknown`, not `none`)."""
+        return self.category is not None
+
+
 class Role(StrEnum):
     """How a piece of evidence relates to the failure."""
 
@@ -144,14 +180,21 @@ class Detection:
     reason: str
 
 
+class InputState(StrEnum):
+    """Whether an input was read (report-contract `inputs[].status`)."""
+
+    ANALYZED = "analyzed"
+    SKIPPED = "skipped"
+    """Not analyzed; the input's `reason` always says why."""
+
+
 @dataclass(frozen=True, slots=True)
 class InputStatus:
     """One input as listed in the report (report-contract `inputs[]`)."""
 
     path: str
     kind: InputKind | None
-    status: str
-    """`analyzed` or `skipped`."""
+    status: InputState
     reason: str | None = None
     """Why it was skipped, or a warning about how it was read (encoding, truncation)."""
     size_bytes: int | None = None
@@ -245,7 +288,7 @@ class Cause:
 class Report:
     """The result of one analysis; renderers consume only this."""
 
-    verdict: str
+    verdict: Verdict
     """A category id, `unknown` (a failure without enough evidence) or `none`."""
     causes: tuple[Cause, ...]
     inputs: tuple[InputStatus, ...]

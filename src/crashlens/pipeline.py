@@ -29,6 +29,8 @@ from crashlens.model import (
     InputKind,
     InputStatus,
     Report,
+    Role,
+    Verdict,
 )
 
 MAX_EVIDENCE = 8
@@ -99,7 +101,7 @@ def build_report(
     by_id = rule_index(rules).by_id
     causes = tuple(_cause(c, by_id, facts) for c in decision.candidates)
     checks: tuple[Action, ...] = ()
-    if decision.verdict == "unknown":
+    if decision.verdict is Verdict.UNKNOWN:
         top = decision.candidates[0].category if decision.candidates else None
         checks = tuple(_dedupe([*GENERIC_CHECKS.get(top, ()), *GENERIC_CHECKS[None]]))
     return Report(
@@ -169,12 +171,12 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
     chosen = _select_evidence(candidate.hits)
     ctx = base_context(facts)
     ctx.update(hit_context((item.hit for item in own), facts))
-    lead = max(own, key=lambda item: (item.hit.role.value == "root", item.weight), default=None)
+    lead = max(own, key=lambda item: (item.hit.role is Role.ROOT, item.weight), default=None)
     lead_rule = rules.get(lead.hit.rule_id) if lead else None
     steps: list[Step] = []
     checks: list[Step] = []
     done: set[str] = set()
-    for item in sorted(own, key=lambda i: (i.hit.role.value != "root", -i.weight)):
+    for item in sorted(own, key=lambda i: (i.hit.role is not Role.ROOT, -i.weight)):
         rule = rules.get(item.hit.rule_id)
         if rule is not None and rule.id not in done:
             done.add(rule.id)

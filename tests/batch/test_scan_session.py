@@ -19,6 +19,7 @@ from crashlens.batch.jobs import JobSpec
 from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
 from crashlens.match.scan import hyperscan_available
+from crashlens.model import Verdict
 
 REQUIRED_COLUMNS = {
     "job",
@@ -236,7 +237,7 @@ def test_each_row_says_what_crashlens_analyze_says_of_that_job(tmp_path: Path) -
     for row in rows:
         report = analyze([str(root / row["job"])])
         assert row["verdict"] == report.verdict, row["job"]
-        if report.verdict != "none":
+        if report.verdict is not Verdict.NONE:
             assert row["confidence"] == pytest.approx(report.causes[0].confidence), row["job"]
 
 

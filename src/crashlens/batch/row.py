@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from crashlens.model import Verdict
+
 
 @dataclass(slots=True)
 class JobRow:
@@ -63,7 +65,7 @@ class JobRow:
     @property
     def failed(self) -> bool:
         """Analyzed, and a failure was seen (a cause or `unknown`)."""
-        return self.reason is None and self.verdict not in (None, "none")
+        return self.reason is None and self.verdict not in (None, Verdict.NONE)
 
     @property
     def seen_at(self) -> float | None:

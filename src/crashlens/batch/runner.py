@@ -38,7 +38,17 @@ from crashlens.decide.classifier import shipped_model
 from crashlens.inputs.discover import iter_inputs
 from crashlens.match.engine import analyze_source, build_matcher
 from crashlens.match.rules import Rule, shipped_rules
-from crashlens.model import Category, Fact, Hit, InputAnalysis, InputStatus, Report, Role
+from crashlens.model import (
+    Category,
+    Fact,
+    Hit,
+    InputAnalysis,
+    InputState,
+    InputStatus,
+    Report,
+    Role,
+    Verdict,
+)
 from crashlens.parsers.launcher import GLOG_YEAR
 from crashlens.pipeline import build_report
 
@@ -86,7 +96,7 @@ def _fill(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
     def shown(path: str) -> str:
         return path[len(prefix) :] if path.startswith(prefix) else path
 
-    skipped = [a.status for a in analyses if a.status.status == "skipped"]
+    skipped = [a.status for a in analyses if a.status.status is InputState.SKIPPED]
     row.skipped = [f"{shown(s.path)}: {s.reason}" for s in skipped[:MAX_SKIPPED_LISTED]]
     if len(skipped) == len(analyses):
         reasons = "; ".join(row.skipped[:3]) or "no input"
@@ -95,8 +105,8 @@ def _fill(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
     report = build_report(analyses, rules, shipped_model())  # as `crashlens analyze` does
     hits = [hit for analysis in analyses for hit in analysis.hits]
     facts = [item for analysis in analyses for item in analysis.facts]
-    row.verdict = report.verdict
-    top = report.causes[0] if report.causes and report.verdict != "none" else None
+    row.verdict = report.verdict.value
+    top = report.causes[0] if report.causes and report.verdict is not Verdict.NONE else None
     if top is not None:
         row.confidence = top.confidence
         row.summary = top.summary
@@ -105,7 +115,7 @@ def _fill(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
     row.hardware_hosts = list(faults.hosts)
     row.gpu_details = list(faults.gpus)
     row.gpus = [str(gpu["label"]) for gpu in faults.gpus]
-    if report.verdict == "none":
+    if report.verdict is Verdict.NONE:
         return
     lead, rule, signature = _lead(report, hits, facts, rules)
     row.signature = signature

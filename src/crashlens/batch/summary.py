@@ -16,6 +16,7 @@ from crashlens import __version__
 from crashlens.batch.fingerprint import FINGERPRINT_VERSION
 from crashlens.batch.hotspots import MAX_EXAMPLES, HotspotTracker
 from crashlens.batch.row import JobRow
+from crashlens.model import Verdict
 
 SUMMARY_VERSION = 1
 TOP_FINGERPRINTS = 20
@@ -94,7 +95,7 @@ class SummaryBuilder:
             if len(self.unreadable_examples) < MAX_EXAMPLES:
                 self.unreadable_examples.append(f"{row.job}: {row.reason}")
             return
-        verdict = row.verdict or "none"
+        verdict = row.verdict or Verdict.NONE.value
         self.by_verdict[verdict] += 1
         if row.failed:
             self.failed += 1
@@ -122,7 +123,7 @@ class SummaryBuilder:
                 "scanned": self.jobs,
                 "from_cache": self.cached,
                 "failed": self.failed,
-                "healthy": self.by_verdict.get("none", 0),
+                "healthy": self.by_verdict.get(Verdict.NONE, 0),
                 "unreadable": self.unreadable,
             },
             "bytes": self.bytes,

@@ -14,7 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from crashlens import __version__
-from crashlens.model import InputKind, Report
+from crashlens.model import InputKind, InputState, Report
 from crashlens.render import Format
 
 app = typer.Typer(
@@ -132,7 +132,7 @@ def analyze(
         _fatal(f"invalid pattern library: {error}", EXIT_BAD_PATTERNS)
     report = _prepare(report, paths, output_format, redact, redact_map)
     _emit(report, output_format, output, redacted=redact)
-    if report.inputs and all(i.status == "skipped" for i in report.inputs):
+    if report.inputs and all(i.status is InputState.SKIPPED for i in report.inputs):
         reasons = "; ".join(f"{i.path}: {i.reason}" for i in report.inputs[:3])
         _fatal(f"nothing could be analyzed ({reasons})", EXIT_NOTHING_ANALYZED)
 

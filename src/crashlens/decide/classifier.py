@@ -16,6 +16,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from crashlens.model import Verdict
+
 MODEL_FILE = "classifier.json"
 
 
@@ -114,18 +116,18 @@ def combine(
     rules when they found no failure.
     """
     support = {c: RULE_FLOOR + rule_scores.get(c, 0.0) for c in probabilities}
-    if "none" in support:
-        support["none"] = RULE_FLOOR + (1.0 - RULE_FLOOR if rules_say_none else 0.0)
+    if Verdict.NONE in support:
+        support[Verdict.NONE] = RULE_FLOOR + (1.0 - RULE_FLOOR if rules_say_none else 0.0)
     product = {c: probabilities[c] * support[c] for c in probabilities}
     total = sum(product.values()) or 1.0
     return {c: value / total for c, value in product.items()}
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class CombinedAnswer:
     """The combined answer: a label or `unknown`, and every label's confidence."""
 
-    verdict: str
+    verdict: Verdict
     ranking: tuple[str, ...]
     """Labels that can be reported, most likely first: rule-supported categories and `none`."""
     confidences: dict[str, float]
@@ -138,7 +140,7 @@ def final_verdict(
     probabilities: dict[str, float],
     threshold: float,
     evidence_floor: float = EVIDENCE_FLOOR,
-) -> Verdict:
+) -> CombinedAnswer:
     """Combine rules and model, and decide.
 
     A category may win without a rule of its own when the matched lines' wording points to it
@@ -149,10 +151,10 @@ def final_verdict(
     ranking = tuple(sorted(combined, key=lambda c: (-combined[c], c)))
     top = ranking[0]
     confidence = combined[top]
-    if top == "none":
+    if top == Verdict.NONE:
         # The classifier may recognise a harmless run, but not talk away a failure the rules
         # saw: then the honest answer is `unknown`.
         sure = not failure_seen
     else:
         sure = confidence >= threshold and rule_scores.get(top, 0.0) >= evidence_floor
-    return Verdict(top if sure else "unknown", ranking, combined)
+    return CombinedAnswer(Verdict(top) if sure else Verdict.UNKNOWN, ranking, combined)

@@ -51,7 +51,7 @@ def features(analyses: Sequence[InputAnalysis], decision: Decision) -> dict[str,
         out[f"score:{candidate.category.value}"] = candidate.score
     if decision.failure_seen:
         out["failure_seen"] = 1.0
-    if decision.verdict in ("none", "unknown"):
+    if not decision.verdict.names_cause:
         out[f"verdict:{decision.verdict}"] = 1.0
     facts = [item for analysis in analyses for item in analysis.facts]
     _fact_features(facts, out)

@@ -27,7 +27,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from crashlens.match.rules import Rule, rule_index
-from crashlens.model import Category, Fact, Hit, InputAnalysis, InputKind, Role
+from crashlens.model import Category, Fact, Hit, InputAnalysis, InputKind, Role, Verdict
 
 VERDICT_THRESHOLD = 0.5
 """Below this confidence the top cause is reported, but the verdict is `unknown`."""
@@ -70,7 +70,7 @@ class Candidate:
 class Decision:
     """The ranked candidates and the verdict."""
 
-    verdict: str
+    verdict: Verdict
     candidates: tuple[Candidate, ...]
     failure_seen: bool
     first_failure_rank: int | None
@@ -262,12 +262,12 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     kinds = {analysis.status.path: analysis.status.kind for analysis in analyses}
     first_failure = _earliest_failure(hits, first_rank, failure_rules, knock_on, kinds)
     if not failure_seen and not any(c.score >= VERDICT_THRESHOLD for c in candidates):
-        verdict = "none"
+        verdict = Verdict.NONE
         candidates = []
     elif candidates and candidates[0].confidence >= VERDICT_THRESHOLD:
-        verdict = candidates[0].category.value
+        verdict = Verdict.of(candidates[0].category)
     else:
-        verdict = "unknown"
+        verdict = Verdict.UNKNOWN
     return Decision(
         verdict=verdict,
         candidates=tuple(candidates),

@@ -15,7 +15,7 @@ from dataclasses import replace
 from crashlens.decide.classifier import Model, final_verdict
 from crashlens.decide.features import features
 from crashlens.decide.policy import MIN_REPORTED, VERDICT_THRESHOLD, Candidate, Decision, WeighedHit
-from crashlens.model import Category, InputAnalysis
+from crashlens.model import Category, InputAnalysis, Verdict
 
 EXPLAINING_LINES = 3
 """Lines cited for a category that only the classifier supports."""
@@ -25,20 +25,20 @@ def rerank(analyses: Sequence[InputAnalysis], decision: Decision, model: Model) 
     """The decision with the classifier's confidences, order and verdict."""
     answer = final_verdict(
         {c.category.value: c.score for c in decision.candidates},
-        decision.verdict == "none",
+        decision.verdict is Verdict.NONE,
         decision.failure_seen,
         model.probabilities(features(analyses, decision)),
         VERDICT_THRESHOLD,
     )
-    if answer.verdict == "none":
-        return replace(decision, verdict="none", candidates=())
+    if answer.verdict is Verdict.NONE:
+        return replace(decision, verdict=Verdict.NONE, candidates=())
     by_category = {c.category.value: c for c in decision.candidates}
     ranked: list[Candidate] = []
     for label in answer.ranking:
         confidence = answer.confidences[label]
         existing = by_category.get(label)
         demoted = existing is not None and existing.demoted_because is not None
-        if label == "none" or (confidence < MIN_REPORTED and not demoted):
+        if label == Verdict.NONE or (confidence < MIN_REPORTED and not demoted):
             continue
         if existing is not None:
             ranked.append(replace(existing, confidence=round(confidence, 3)))
@@ -55,8 +55,8 @@ def rerank(analyses: Sequence[InputAnalysis], decision: Decision, model: Model) 
                 )
             )
     verdict = answer.verdict
-    if verdict not in ("unknown", "none") and (not ranked or ranked[0].category.value != verdict):
-        verdict = "unknown"  # the winner has nothing to cite: say so rather than guess
+    if verdict.names_cause and (not ranked or Verdict.of(ranked[0].category) is not verdict):
+        verdict = Verdict.UNKNOWN  # the winner has nothing to cite: say so rather than guess
     return replace(decision, verdict=verdict, candidates=tuple(ranked))
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
-from crashlens.model import InputStatus
+from crashlens.model import InputState, InputStatus
 
 MAX_NESTING = 3
 """Archives inside archives are followed this deep, then skipped with a reason."""
@@ -54,7 +54,9 @@ Item = Source | InputStatus
 
 def skipped(path: str, reason: str, size: int | None = None) -> InputStatus:
     """An input that could not be analyzed, with the reason shown to the user."""
-    return InputStatus(path=path, kind=None, status="skipped", reason=reason, size_bytes=size)
+    return InputStatus(
+        path=path, kind=None, status=InputState.SKIPPED, reason=reason, size_bytes=size
+    )
 
 
 def iter_inputs(paths: list[str], stdin: IO[bytes] | None = None) -> Iterator[Item]:

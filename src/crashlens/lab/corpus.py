@@ -7,17 +7,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-LABELS = (
-    "shm",
-    "gpu_oom",
-    "host_oom",
-    "hardware",
-    "driver",
-    "filesystem",
-    "permissions",
-    "network",
-    "none",
-)
+from crashlens.model import Category, Verdict
+
+LABELS: tuple[Verdict, ...] = (*(Verdict.of(c) for c in Category), Verdict.NONE)
 """Every label a case may carry: the eight categories and `none` (a run that did not fail)."""
 
 

@@ -20,19 +20,18 @@ from crashlens.decide.policy import VERDICT_THRESHOLD, Decision, decide
 from crashlens.decide.rerank import rerank
 from crashlens.lab.corpus import LABELS, Case
 from crashlens.match.rules import Rule, shipped_rules
-from crashlens.model import Fact, InputAnalysis
+from crashlens.model import Fact, InputAnalysis, Verdict
 from crashlens.pipeline import analyze_inputs
 
 FOLDS = 5
 ECE_BINS = 10
-CATEGORIES = LABELS[:-1]
 
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
     """One method's answer for one case."""
 
-    verdict: str
+    verdict: Verdict
     """A label, or `unknown`."""
     ranking: tuple[str, ...]
     """Labels, most likely first (for top-3)."""
@@ -59,11 +58,11 @@ class Prepared:
 def rules_prediction(decision: Decision) -> Prediction:
     """What the rules alone answer."""
     ranking = tuple(c.category.value for c in decision.candidates)
-    if decision.verdict == "none":
+    if decision.verdict is Verdict.NONE:
         strongest = max((c.score for c in decision.candidates), default=0.0)
-        return Prediction("none", ("none", *ranking), 1.0 - strongest)
+        return Prediction(Verdict.NONE, (Verdict.NONE, *ranking), 1.0 - strongest)
     confidence = decision.candidates[0].confidence if decision.candidates else 0.0
-    return Prediction(decision.verdict, (*ranking, "none"), confidence)
+    return Prediction(decision.verdict, (*ranking, Verdict.NONE), confidence)
 
 
 def _exit_bucket(facts: Sequence[Fact]) -> str | None:
@@ -97,7 +96,7 @@ def prepare(case: Case, rules: tuple[Rule, ...]) -> Prepared:
         text=_read_text(case.logs),
         exit_bucket=_exit_bucket(facts),
         rule_scores={c.category.value: c.score for c in decision.candidates},
-        rules_say_none=decision.verdict == "none",
+        rules_say_none=decision.verdict is Verdict.NONE,
         analyses=tuple(analyses),
         decision=decision,
     )
@@ -122,9 +121,9 @@ def grep_prediction(text: str) -> Prediction:
     counts = {c: sum(lowered.count(k) for k in words) for c, words in KEYWORDS.items()}
     total = sum(counts.values())
     if total == 0:
-        return Prediction("none", ("none",), 1.0)
+        return Prediction(Verdict.NONE, (Verdict.NONE,), 1.0)
     ranking = tuple(sorted(counts, key=lambda c: (-counts[c], c)))
-    return Prediction(ranking[0], (*ranking, "none"), counts[ranking[0]] / total)
+    return Prediction(Verdict(ranking[0]), (*ranking, Verdict.NONE), counts[ranking[0]] / total)
 
 
 @dataclass
@@ -180,11 +179,11 @@ def score(method: str, cases: Sequence[Case], predictions: Sequence[Prediction])
     ) / len(cases)
     hard = [ok for c, ok in zip(cases, correct, strict=True) if c.difficulty == "hard"]
     metrics.hard_top1 = sum(hard) / len(hard) if hard else 0.0
-    nones = [p for c, p in zip(cases, predictions, strict=True) if c.label == "none"]
+    nones = [p for c, p in zip(cases, predictions, strict=True) if c.label == Verdict.NONE]
     metrics.none_given_cause = (
-        sum(p.verdict in CATEGORIES for p in nones) / len(nones) if nones else 0.0
+        sum(p.verdict.names_cause for p in nones) / len(nones) if nones else 0.0
     )
-    metrics.unknown_share = sum(p.verdict == "unknown" for p in predictions) / len(cases)
+    metrics.unknown_share = sum(p.verdict is Verdict.UNKNOWN for p in predictions) / len(cases)
     metrics.ece = expected_calibration_error([p.confidence for p in predictions], correct)
     f1s = []
     for label in LABELS:
@@ -266,7 +265,7 @@ def cross_validate(prepared: Sequence[Prepared]) -> dict[str, list[Prediction]]:
                 model.probabilities(item.features),
                 VERDICT_THRESHOLD,
             )
-            top = answer.ranking[0] if answer.ranking else "none"
+            top = answer.ranking[0] if answer.ranking else Verdict.NONE
             # The verdict goes through `rerank`, as in `crashlens analyze`: it also turns a
             # winner with no line to cite into `unknown`.
             verdict = (
@@ -289,9 +288,10 @@ def _exit_table(train: Sequence[Prepared]) -> Callable[[str | None], Prediction]
     def predict(bucket: str | None) -> Prediction:
         counts = table.get(bucket)
         if not counts:
-            return Prediction("none" if bucket is None else "unknown", ("none",), 0.0)
+            verdict = Verdict.NONE if bucket is None else Verdict.UNKNOWN
+            return Prediction(verdict, (Verdict.NONE,), 0.0)
         ranking = tuple(label for label, _ in counts.most_common())
-        return Prediction(ranking[0], ranking, counts[ranking[0]] / sum(counts.values()))
+        return Prediction(Verdict(ranking[0]), ranking, counts[ranking[0]] / sum(counts.values()))
 
     return predict
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from crashlens.lab.corpus import LABELS
 from crashlens.lab.evaluate import Metrics
+from crashlens.model import Verdict
 
 _ROWS = (
     ("top-1 accuracy", "top1"),
@@ -36,7 +37,7 @@ def render_eval_text(results: list[Metrics], counts: dict[str, Any]) -> str:
         lines.append(f"  {label:12} (n={support:3}){cells}")
     for metrics in results[:2]:
         lines.extend(["", f"confusion ({metrics.method}): rows = label, columns = verdict"])
-        columns = [*LABELS, "unknown"]
+        columns = [*LABELS, Verdict.UNKNOWN]
         lines.append(" " * 14 + "".join(f"{c[:8]:>9}" for c in columns))
         for label in LABELS:
             row = metrics.confusion.get(label, {})

@@ -25,7 +25,7 @@ from crashlens.inputs.read import (
 )
 from crashlens.match.rules import Rule
 from crashlens.match.scan import Backend, ScanPattern, make_backend, scan_chunks
-from crashlens.model import Fact, Hit, InputAnalysis, InputKind, InputStatus, Line
+from crashlens.model import Fact, Hit, InputAnalysis, InputKind, InputState, InputStatus, Line
 from crashlens.parsers import PARSERS, get_parser
 from crashlens.parsers.base import DocumentParser, LogParser, Parser, clean_line
 
@@ -290,7 +290,7 @@ def analyze_source(
         reason = "could not be read: out of memory"
     except Exception as error:  # zstandard/lzma/tar raise their own types mid-stream
         reason = f"could not be read: {type(error).__name__}: {error}"
-    status = InputStatus(path=source.path, kind=None, status="skipped", reason=reason)
+    status = InputStatus(path=source.path, kind=None, status=InputState.SKIPPED, reason=reason)
     return InputAnalysis(status=status)
 
 
@@ -304,13 +304,15 @@ def _analyze(
         head = read_head(stream)
         if not head:
             return InputAnalysis(
-                status=InputStatus(source.path, None, "skipped", "empty file", source.size_bytes)
+                status=InputStatus(
+                    source.path, None, InputState.SKIPPED, "empty file", source.size_bytes
+                )
             )
         utf16 = utf16_encoding(head)
         reason = binary_reason(head) if forced_kind is None else None
         if reason is not None:
             return InputAnalysis(
-                status=InputStatus(source.path, None, "skipped", reason, source.size_bytes)
+                status=InputStatus(source.path, None, InputState.SKIPPED, reason, source.size_bytes)
             )
         detection = detect(sniff_text(head), source.name, forced_kind)
         parser = get_parser(detection.kind)
@@ -342,7 +344,7 @@ def _analyze(
     status = InputStatus(
         path=source.path,
         kind=detection.kind,
-        status="analyzed",
+        status=InputState.ANALYZED,
         reason=note,
         size_bytes=source.size_bytes,
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from crashlens.model import Verdict
+
 
 class Format(StrEnum):
     """Output formats of `crashlens analyze`."""
@@ -12,3 +14,10 @@ class Format(StrEnum):
     JSON = "json"
     MARKDOWN = "markdown"
     HTML = "html"
+
+
+NO_CAUSE_TEXT: dict[Verdict, str] = {
+    Verdict.NONE: "No failure found in these inputs.",
+    Verdict.UNKNOWN: "A failure is visible, but no cause has enough evidence.",
+}
+"""The headline of a report whose verdict names no cause (the others lead with their summary)."""

@@ -17,11 +17,8 @@ from datetime import UTC, datetime
 from html import escape
 
 from crashlens.model import Action, Cause, Evidence, Report
+from crashlens.render import NO_CAUSE_TEXT
 
-_VERDICT_TEXT = {
-    "none": "No failure found in these inputs.",
-    "unknown": "A failure is visible, but no cause has enough evidence.",
-}
 _ROLE_ORDER = {"root": 0, "symptom": 1, "context": 2}
 
 _EPOCH_MIN = 100_000_000.0
@@ -474,18 +471,18 @@ def _short(text: str, limit: int) -> str:
 
 def render_html(report: Report, *, redacted: bool = False) -> str:
     """The report as one self-contained HTML page."""
-    headline = _VERDICT_TEXT.get(report.verdict)
+    headline = NO_CAUSE_TEXT.get(report.verdict)
     if headline is None and report.causes:
         top = report.causes[0]
         headline = top.summary
-    verdict_class = report.verdict if report.verdict in ("none", "unknown") else "cause"
+    verdict_class = "cause" if report.verdict.names_cause else report.verdict.value
     badges = '<span class="badge">redacted</span>' if redacted else ""
     body = [
         f'<header class="verdict v-{_e(verdict_class)}" id="verdict">',
         f"<h1>crashlens report{badges}</h1>",
         f'<p class="label">Verdict: <code id="verdict-value">{_e(report.verdict)}</code>',
     ]
-    if report.causes and report.verdict not in ("none", "unknown"):
+    if report.causes and report.verdict.names_cause:
         body.append(f'<span class="badge">{report.causes[0].confidence:.0%} confidence</span>')
     body.append("</p>")
     body.append(f'<p class="headline">{_e(headline or "")}</p>')

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from crashlens.model import Action, Cause, Evidence, Report
-
-_VERDICT_TEXT = {
-    "none": "No failure found in these inputs.",
-    "unknown": "A failure is visible, but no cause has enough evidence.",
-}
+from crashlens.render import NO_CAUSE_TEXT
 
 
 def _code(text: str) -> str:
@@ -72,7 +68,7 @@ def _cause(rank: int, cause: Cause) -> list[str]:
 
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured Markdown."""
-    headline = _VERDICT_TEXT.get(report.verdict)
+    headline = NO_CAUSE_TEXT.get(report.verdict)
     if headline is None and report.causes:
         top = report.causes[0]
         headline = f"**{top.category.value}** ({top.confidence:.0%}): {top.summary}"

@@ -7,9 +7,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from crashlens.model import Action, Cause, Report
+from crashlens.model import Action, Cause, InputState, Report, Verdict
 
-_COLOURS = {"none": "green", "unknown": "yellow"}
+_COLOURS = {Verdict.NONE: "green", Verdict.UNKNOWN: "yellow"}
 
 
 def _where(path: str, line: int | None) -> str:
@@ -55,7 +55,7 @@ def _cause(rank: int, cause: Cause) -> RenderableType:
 def render_terminal(report: Report, console: Console) -> None:
     """Print the report to a rich console."""
     colour = _COLOURS.get(report.verdict, "red")
-    console.print(Text.assemble(("Verdict: ", "bold"), (report.verdict, f"bold {colour}")))
+    console.print(Text.assemble(("Verdict: ", "bold"), (report.verdict.value, f"bold {colour}")))
     if report.first_failure:
         first = report.first_failure
         console.print(
@@ -79,7 +79,9 @@ def render_terminal(report: Report, console: Console) -> None:
         table.add_row(
             Text(item.path),
             item.kind.value if item.kind else "-",
-            Text(item.status, style="green" if item.status == "analyzed" else "yellow"),
+            Text(
+                item.status.value, style="green" if item.status is InputState.ANALYZED else "yellow"
+            ),
             Text(item.reason or ""),
         )
     console.print(table)
