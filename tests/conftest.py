@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the shared samples live."""
+"""Shared test fixtures: where the sample inputs live."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ os.environ.setdefault("CRASHLENS_CACHE_DIR", tempfile.mkdtemp(prefix="crashlens-
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
-"""A copy of ../shared/samples, so a clean clone tests on the real formats."""
+"""Real outputs of every format crashlens reads, one folder per input kind (provenance in
+SOURCES.md): `tests/data/samples/<kind>/`, where `<kind>` is an `InputKind` value."""
 
 
 def sample(relative: str) -> Path:
-    """Path of a file under ../shared/samples ."""
+    """Path of a file under tests/data/samples (`relative` starts with its kind's folder)."""
     path = SAMPLES / relative
     assert path.exists(), f"sample {relative} is missing from tests/data/samples"
     return path
 
 
 def sample_text(relative: str) -> str:
-    """A shared sample decoded as crashlens reads it (UTF-8 with replacement)."""
+    """A sample decoded as crashlens reads it (UTF-8 with replacement)."""
     return sample(relative).read_bytes().decode("utf-8", errors="replace")

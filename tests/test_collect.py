@@ -44,8 +44,8 @@ XID79_DMESG = "dmesg/dmesg_raw_pcie_aer_surprise_down_xid79_REPRO.txt"
 OOM_DMESG = "dmesg/dmesg_raw_global_oom_killer_full_report_REPRO.txt"
 NCCL_TIMEOUT_LOG = "launcher/torchrun_nccl_watchdog_timeout_sigabrt_REPRO.log"
 SIGKILL_LOG = "launcher/torchrun_glog_prefix_sigkill_host_oom_progress_cr_REPRO.log"
-SMI_TABLE = "nvidia-smi/table_550.90.07_8xh100_no_processes.txt"
-SMI_Q = "nvidia-smi/q_535.154.05_8xh100.txt"
+SMI_TABLE = "nvidia_smi/table_550.90.07_8xh100_no_processes.txt"
+SMI_Q = "nvidia_smi/q_535.154.05_8xh100.txt"
 
 
 def _tool(bin_dir: Path, name: str, body: str) -> None:
@@ -76,12 +76,12 @@ def fake_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         f'if [ "$1" = "-i" ]; then {_cat("df/df_i_inodes_exhausted_REPRO.txt")}; fi\n'
         f"{_cat('df/df_h_centos7_jc_fixture.txt')}",
     )
-    _tool(bin_dir, "bash", _cat("df/ulimit_a_bash52_memlock_8192_REPRO.txt"))
+    _tool(bin_dir, "bash", _cat("ulimit/ulimit_a_bash52_memlock_8192_REPRO.txt"))
     _tool(
         bin_dir,
         "ipcs",
-        f'if [ "$1" = "-l" ]; then {_cat("df/ipcs_l_limits_REPRO.txt")}; fi\n'
-        f"{_cat('df/ipcs_m_empty_REPRO.txt')}",
+        f'if [ "$1" = "-l" ]; then {_cat("ipcs/ipcs_l_limits_REPRO.txt")}; fi\n'
+        f"{_cat('ipcs/ipcs_m_empty_REPRO.txt')}",
     )
     monkeypatch.setenv("PATH", str(bin_dir))
     return bin_dir

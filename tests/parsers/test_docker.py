@@ -13,9 +13,8 @@ from conftest import SAMPLES, sample_text
 
 INSPECT = DockerInspectParser()
 COMPOSE = DockerComposeParser()
-FOLDER = SAMPLES / "docker-inspect"
-JSON_SAMPLES = sorted(p.name for p in FOLDER.glob("*.json"))
-YAML_SAMPLES = sorted(p.name for p in FOLDER.glob("*.yml"))
+JSON_SAMPLES = sorted(p.name for p in (SAMPLES / "docker_inspect").glob("*.json"))
+YAML_SAMPLES = sorted(p.name for p in (SAMPLES / "docker_compose").glob("*.yml"))
 DEFAULT_SHM = "docker_inspect_gpus_all_default_shm64m_exited1_REPRO.json"
 OOM = "docker_inspect_ipc_host_ulimits_runtime_nvidia_oomkilled_137_REPRO.json"
 
@@ -31,7 +30,7 @@ def one(facts: tuple[Fact, ...], key: str) -> Fact:
 
 
 def inspect_sample(name: str) -> tuple[Fact, ...]:
-    return INSPECT.parse(sample_text(f"docker-inspect/{name}"), name).facts
+    return INSPECT.parse(sample_text(f"docker_inspect/{name}"), name).facts
 
 
 def test_samples_exist() -> None:
@@ -41,7 +40,7 @@ def test_samples_exist() -> None:
 
 @pytest.mark.parametrize("name", JSON_SAMPLES)
 def test_inspect_sniff_and_parse_every_sample(name: str) -> None:
-    text = sample_text(f"docker-inspect/{name}")
+    text = sample_text(f"docker_inspect/{name}")
     head = text[:65536]
     assert INSPECT.sniff(head) == 1.0
     assert COMPOSE.sniff(head) < 0.5
@@ -54,7 +53,7 @@ def test_inspect_sniff_and_parse_every_sample(name: str) -> None:
 
 @pytest.mark.parametrize("name", YAML_SAMPLES)
 def test_compose_sniff_and_parse_every_sample(name: str) -> None:
-    text = sample_text(f"docker-inspect/{name}")
+    text = sample_text(f"docker_compose/{name}")
     assert COMPOSE.sniff(text[:65536]) == 1.0
     assert INSPECT.sniff(text[:65536]) < 0.5
     result = COMPOSE.parse(text, name)
@@ -128,7 +127,7 @@ def test_single_object_engine_api_sample() -> None:
 
 def test_trailing_garbage_sample() -> None:
     name = "docker_inspect_watchtower_memory_limit_trailing_garbage.json"
-    result = INSPECT.parse(sample_text(f"docker-inspect/{name}"), name)
+    result = INSPECT.parse(sample_text(f"docker_inspect/{name}"), name)
     assert any("after the JSON" in warning for warning in result.warnings)
     assert one(result.facts, "docker.memory_limit_bytes").value == 2147483648
     assert one(result.facts, "docker.exit_code").value == 255
@@ -138,7 +137,7 @@ def test_trailing_garbage_sample() -> None:
 
 def test_podman_trailing_commas_sample() -> None:
     name = "podman_inspect_docs_example_trailing_commas.json"
-    result = INSPECT.parse(sample_text(f"docker-inspect/{name}"), name)
+    result = INSPECT.parse(sample_text(f"docker_inspect/{name}"), name)
     assert any("trailing commas" in warning for warning in result.warnings)
     assert one(result.facts, "docker.engine").value == "podman"
     assert one(result.facts, "docker.shm_size_bytes").value == 65536000
@@ -148,7 +147,7 @@ def test_podman_trailing_commas_sample() -> None:
 
 
 def test_truncated_json_still_yields_shm_size() -> None:
-    text = sample_text(f"docker-inspect/{DEFAULT_SHM}")
+    text = sample_text(f"docker_inspect/{DEFAULT_SHM}")
     result = INSPECT.parse(text[: len(text) // 2], "half.json")
     assert any("truncated JSON" in warning for warning in result.warnings)
     assert one(result.facts, "docker.shm_size_bytes").value == 67108864
@@ -157,7 +156,7 @@ def test_truncated_json_still_yields_shm_size() -> None:
 
 
 def test_truncated_inside_a_string() -> None:
-    text = sample_text(f"docker-inspect/{OOM}")
+    text = sample_text(f"docker_inspect/{OOM}")
     cut = text.index("nvcr.io") + 3
     result = INSPECT.parse(text[:cut], "cut.json")
     assert result.warnings
@@ -165,7 +164,7 @@ def test_truncated_inside_a_string() -> None:
 
 
 def test_unreadable_json_uses_the_regex_fallback() -> None:
-    text = sample_text(f"docker-inspect/{OOM}").replace("{", "(")
+    text = sample_text(f"docker_inspect/{OOM}").replace("{", "(")
     result = INSPECT.parse(text, "broken.json")
     assert any("regex fallback" in warning for warning in result.warnings)
     assert one(result.facts, "docker.shm_size_bytes").value == 67108864
@@ -174,8 +173,8 @@ def test_unreadable_json_uses_the_regex_fallback() -> None:
 
 
 def test_multiple_containers_keep_their_own_lines() -> None:
-    first = json.loads(sample_text(f"docker-inspect/{DEFAULT_SHM}"))[0]
-    second = json.loads(sample_text(f"docker-inspect/{OOM}"))[0]
+    first = json.loads(sample_text(f"docker_inspect/{DEFAULT_SHM}"))[0]
+    second = json.loads(sample_text(f"docker_inspect/{OOM}"))[0]
     text = json.dumps([first, second], indent=4)
     facts = INSPECT.parse(text, "two.json").facts
     exits = {f.attr("container"): (f.value, f.lineno) for f in facts if f.key == "docker.exit_code"}
@@ -231,7 +230,7 @@ def test_inspect_sniff_rejects_other_text() -> None:
 
 def test_compose_shm_size_gpu_sample() -> None:
     name = "docker-compose_shm_size_gpu_REPRO.yml"
-    facts = COMPOSE.parse(sample_text(f"docker-inspect/{name}"), name).facts
+    facts = COMPOSE.parse(sample_text(f"docker_compose/{name}"), name).facts
     shm = one(facts, "compose.shm_size_bytes")
     assert (shm.value, shm.lineno, shm.attr("service")) == (16 * 1024**3, 6, "trainer")
     gpus = one(facts, "compose.gpu_count")
@@ -245,7 +244,7 @@ def test_compose_shm_size_gpu_sample() -> None:
 
 def test_compose_runtime_tmpfs_sample() -> None:
     name = "docker-compose_runtime_nvidia_tmpfs_devshm_REPRO.yml"
-    facts = COMPOSE.parse(sample_text(f"docker-inspect/{name}"), name).facts
+    facts = COMPOSE.parse(sample_text(f"docker_compose/{name}"), name).facts
     assert one(facts, "compose.shm_size_bytes").value == 8 * 1024**3
     assert one(facts, "compose.runtime").value == "nvidia"
     mount = one(facts, "compose.dev_shm_mount")
@@ -338,7 +337,7 @@ def test_docker_size(raw: object, expected: int | None) -> None:
 
 
 def test_json_after_a_prompt_and_launcher_lines() -> None:
-    body = sample_text(f"docker-inspect/{OOM}")
+    body = sample_text(f"docker_inspect/{OOM}")
     text = "$ docker inspect train-llm-sft\n[rank0]: not json\n" + body + "```\n"
     result = INSPECT.parse(text, "pasted.txt")
     assert one(result.facts, "docker.exit_code").value == 137

@@ -13,7 +13,7 @@ from conftest import SAMPLES, sample_text
 
 IPCS = IpcsParser()
 OTHERS = (DfParser(), UlimitParser())
-IPCS_SAMPLES = sorted(p.name for p in (SAMPLES / "df").glob("ipcs_*"))
+IPCS_SAMPLES = sorted(p.name for p in (SAMPLES / "ipcs").glob("ipcs_*"))
 
 
 def one(facts: tuple[Fact, ...], key: str) -> Fact:
@@ -28,7 +28,7 @@ def test_samples_exist() -> None:
 
 @pytest.mark.parametrize("name", IPCS_SAMPLES)
 def test_every_ipcs_sample(name: str) -> None:
-    text = sample_text(f"df/{name}")
+    text = sample_text(f"ipcs/{name}")
     score = IPCS.sniff(text[:65536])
     assert score == 1.0
     assert all(other.sniff(text[:65536]) < score for other in OTHERS)
@@ -38,7 +38,7 @@ def test_every_ipcs_sample(name: str) -> None:
 
 
 def test_segments() -> None:
-    facts = IPCS.parse(sample_text("df/ipcs_m_segments_REPRO.txt"), "m").facts
+    facts = IPCS.parse(sample_text("ipcs/ipcs_m_segments_REPRO.txt"), "m").facts
     segments = one(facts, "ipcs.shm_segments")
     assert segments.value == 4
     assert segments.attr("total_bytes") == 9637888 * 2 + 2097152 + 4
@@ -47,13 +47,13 @@ def test_segments() -> None:
 
 
 def test_empty_table() -> None:
-    facts = IPCS.parse(sample_text("df/ipcs_m_empty_REPRO.txt"), "empty").facts
+    facts = IPCS.parse(sample_text("ipcs/ipcs_m_empty_REPRO.txt"), "empty").facts
     segments = one(facts, "ipcs.shm_segments")
     assert (segments.value, segments.attr("total_bytes")) == (0, 0)
 
 
 def test_limits() -> None:
-    facts = IPCS.parse(sample_text("df/ipcs_l_limits_REPRO.txt"), "l").facts
+    facts = IPCS.parse(sample_text("ipcs/ipcs_l_limits_REPRO.txt"), "l").facts
     shmmax = one(facts, "ipcs.shmmax_kb")
     assert (shmmax.value, shmmax.lineno) == (18014398509465599, 9)
     assert one(facts, "ipcs.shmall_kb").value == 18014398509481980

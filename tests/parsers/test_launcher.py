@@ -23,7 +23,7 @@ LAUNCHER = sorted(
 )
 OTHER_KINDS = sorted(
     str(p.relative_to(SAMPLES))
-    for folder in ("dmesg", "df", "nvidia-smi", "docker-inspect")
+    for folder in ("dmesg", "df", "ipcs", "ulimit", "nvidia_smi", "docker_inspect", "docker_compose")
     for p in (SAMPLES / folder).iterdir()
 )
 

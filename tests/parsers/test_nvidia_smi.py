@@ -14,7 +14,7 @@ from crashlens.text.ids import normalize_pci
 from conftest import SAMPLES, sample_text
 
 PARSER = NvidiaSmiParser()
-FOLDER = "nvidia-smi"
+FOLDER = "nvidia_smi"
 ALL_SAMPLES = sorted(p.name for p in (SAMPLES / FOLDER).iterdir() if p.is_file())
 
 

@@ -12,7 +12,7 @@ from crashlens.parsers.torchelastic import TorchElasticErrorParser
 from conftest import SAMPLES, sample_text
 
 PARSER = TorchElasticErrorParser()
-FILES = sorted(p.name for p in (SAMPLES / "launcher").glob("torchelastic_error_file_*.json"))
+FILES = sorted(p.name for p in (SAMPLES / "torchelastic_error").glob("torchelastic_error_file_*.json"))
 RANK1 = "torchelastic_error_file_rank1_REPRO.json"
 RANK3 = "torchelastic_error_file_rank3_with_errorCode_REPRO_VARIANT.json"
 
@@ -29,7 +29,7 @@ def test_both_samples_present() -> None:
 
 @pytest.mark.parametrize("name", FILES)
 def test_sniff_beats_launcher(name: str) -> None:
-    head = sample_text(f"launcher/{name}")[:65536]
+    head = sample_text(f"torchelastic_error/{name}")[:65536]
     score = safe_sniff(PARSER, head)
     assert score >= 0.9
     assert score > safe_sniff(LauncherParser, head)
@@ -48,7 +48,7 @@ def test_sniff_zero_elsewhere(name: str) -> None:
 
 
 def test_rank1_oom() -> None:
-    result = PARSER.parse(sample_text(f"launcher/{RANK1}"), RANK1)
+    result = PARSER.parse(sample_text(f"torchelastic_error/{RANK1}"), RANK1)
     assert result.warnings == ()
     exc = one(result.facts, "python.exception")
     assert str(exc.value).startswith("OutOfMemoryError: CUDA out of memory. Tried to allocate")
@@ -60,7 +60,7 @@ def test_rank1_oom() -> None:
 
 
 def test_rank3_error_code() -> None:
-    result = PARSER.parse(sample_text(f"launcher/{RANK3}"), RANK3)
+    result = PARSER.parse(sample_text(f"torchelastic_error/{RANK3}"), RANK3)
     assert result.warnings == ()
     exc = one(result.facts, "python.exception")
     assert exc.attr("type") == "torch.distributed.DistBackendError"
@@ -86,7 +86,7 @@ def test_plain_string_message_and_agent_path() -> None:
 
 @pytest.mark.parametrize("cut", [300, 700, 1500])
 def test_truncated_file_uses_tolerant_reader(cut: int) -> None:
-    text = sample_text(f"launcher/{RANK1}")[:cut]
+    text = sample_text(f"torchelastic_error/{RANK1}")[:cut]
     result = PARSER.parse(text, RANK1)
     assert result.warnings and "tolerant" in result.warnings[0]
     exc = one(result.facts, "python.exception")

@@ -13,11 +13,11 @@ from conftest import SAMPLES, sample_text
 
 ULIMIT = UlimitParser()
 OTHERS = (DfParser(), IpcsParser())
-ULIMIT_SAMPLES = sorted(p.name for p in (SAMPLES / "df").glob("ulimit_*"))
+ULIMIT_SAMPLES = sorted(p.name for p in (SAMPLES / "ulimit").glob("ulimit_*"))
 
 
 def table(name: str) -> dict[str, FactValue]:
-    result = ULIMIT.parse(sample_text(f"df/{name}"), name)
+    result = ULIMIT.parse(sample_text(f"ulimit/{name}"), name)
     assert result.warnings == ()
     return {f.key: f.value for f in result.facts}
 
@@ -28,7 +28,7 @@ def test_samples_exist() -> None:
 
 @pytest.mark.parametrize("name", ULIMIT_SAMPLES)
 def test_every_ulimit_sample(name: str) -> None:
-    text = sample_text(f"df/{name}")
+    text = sample_text(f"ulimit/{name}")
     score = ULIMIT.sniff(text[:65536])
     assert score >= 0.5
     assert all(other.sniff(text[:65536]) < score for other in OTHERS)
@@ -46,7 +46,7 @@ def test_bash4_memlock_64() -> None:
 
 
 def test_bash52_memlock_8192() -> None:
-    result = ULIMIT.parse(sample_text("df/ulimit_a_bash52_memlock_8192_REPRO.txt"), "b")
+    result = ULIMIT.parse(sample_text("ulimit/ulimit_a_bash52_memlock_8192_REPRO.txt"), "b")
     memlock = next(f for f in result.facts if f.key == "ulimit.memlock_kb")
     assert (memlock.value, memlock.lineno) == (8192, 7)
     assert memlock.text == "max locked memory           (kbytes, -l) 8192"
@@ -99,7 +99,7 @@ def test_bad_input(text: str) -> None:
 
 
 def test_truncated_and_crlf() -> None:
-    text = sample_text("df/ulimit_a_bash4_memlock_64_REPRO.txt").replace("\n", "\r\n")
+    text = sample_text("ulimit/ulimit_a_bash4_memlock_64_REPRO.txt").replace("\n", "\r\n")
     cut = text[: text.index("open files")]
     facts = {f.key: f.value for f in ULIMIT.parse(cut, "cut").facts}
     assert facts["ulimit.memlock_kb"] == 64

@@ -24,9 +24,7 @@ from crashlens.errors import PatternError
 from crashlens.library import default_pattern_dir
 from crashlens.match.diskcache import read_entry, write_entry
 from crashlens.model import Category, Fact, FactValue, InputKind, Role
-
-LOG_KINDS = frozenset({InputKind.LAUNCHER, InputKind.DMESG, InputKind.OTHER})
-"""Kinds that `inputs = ["logs"]` stands for."""
+from crashlens.parsers import LOG_KINDS  # what `inputs = ["logs"]` stands for: the log parsers
 
 _OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex")
 _FLAGS = {"IGNORECASE": re.IGNORECASE}
