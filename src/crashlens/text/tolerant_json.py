@@ -1,0 +1,152 @@
+"""JSON as people paste it: after a prompt, cut off, followed by garbage, with trailing commas.
+
+`read_first_value` decodes the first JSON value of a text and says where it ends, so whatever
+follows (a second command's output, a prompt) is left to the caller. When strict decoding fails
+it accepts trailing commas before `]` / `}` (podman's documentation example has them), and
+otherwise closes a truncated document at its latest complete value, trying at most
+`MAX_REPAIRS` cut points, latest first. `Repair` says which of these was needed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+# `[` or `{` opening a line, followed by the end of the line, `{` or a key: not `[rank0]:`.
+_START_RE = re.compile(r"^[ \t]*(?P<open>\[[ \t]*(?:\r?$|\{)|\{[ \t]*(?:\r?$|\"))", re.M)
+# A complete string, a string cut by the end of the text, or a structural character.
+_TOKEN_RE = re.compile(
+    r'(?P<str>"(?:[^"\\]|\\[\s\S])*")|(?P<cut>"(?:[^"\\]|\\[\s\S])*\Z)|[{}\[\],]'
+)
+_TRAILING_COMMA_RE = re.compile(r'("(?:[^"\\]|\\[\s\S])*")|,(\s*[\]}])')
+MAX_REPAIRS = 64
+"""How many cut points the truncation repair tries, latest first."""
+
+_DECODER = json.JSONDecoder()
+
+
+class Repair(StrEnum):
+    """What had to be forgiven to decode the value."""
+
+    TRAILING_COMMAS = "trailing commas"
+    TRUNCATED = "truncated"
+
+
+@dataclass(slots=True)
+class _BracketWalk:
+    """Structure of the first JSON value: container offsets and safe cut points."""
+
+    object_starts: list[int]
+    """Offsets of the objects at the top level, or directly inside a top-level array."""
+    end: int | None
+    """Offset just past the first value, None when it never closes (truncated)."""
+    cuts: deque[tuple[int, tuple[str, ...]]]
+    """(offset, open brackets) where the text before `offset` ends with a complete value."""
+
+
+def _walk(text: str, start: int) -> _BracketWalk:
+    """Walk the brackets of the JSON value at `start` without decoding it."""
+    stack: list[str] = []
+    starts: list[int] = []
+    cuts: deque[tuple[int, tuple[str, ...]]] = deque(maxlen=MAX_REPAIRS)
+    for token in _TOKEN_RE.finditer(text, start):
+        if token.lastgroup == "str":
+            continue
+        if token.lastgroup == "cut":
+            break  # the document was cut inside a string
+        char = token.group()
+        if char in "[{":
+            if char == "{" and (not stack or stack == ["["]):
+                starts.append(token.start())
+            stack.append(char)
+        elif char in "]}":
+            if stack:
+                stack.pop()
+            if not stack:
+                return _BracketWalk(starts, token.end(), cuts)
+            cuts.append((token.end(), tuple(stack)))
+        else:  # a comma outside strings follows a complete value
+            cuts.append((token.start(), tuple(stack)))
+    return _BracketWalk(starts, None, cuts)
+
+
+def strip_trailing_commas(text: str) -> str:
+    """Remove commas before `]`/`}` (outside strings)."""
+    return _TRAILING_COMMA_RE.sub(lambda m: m.group(1) or m.group(2), text)
+
+
+def _decode_lenient(text: str) -> tuple[Any, int]:
+    """Decode the first JSON value of text, accepting trailing commas; raises ValueError."""
+    try:
+        return _DECODER.raw_decode(text)
+    except ValueError:
+        return _DECODER.raw_decode(strip_trailing_commas(text))
+
+
+def _close_truncated(text: str, walk: _BracketWalk, start: int) -> Any:
+    """Close a truncated document at its latest cut point that decodes; None when none does."""
+    for offset, stack in reversed(walk.cuts):
+        closers = "".join("]" if bracket == "[" else "}" for bracket in reversed(stack))
+        try:
+            return _decode_lenient(text[start:offset] + closers)[0]
+        except ValueError:
+            continue
+    return None
+
+
+def json_start(text: str) -> int | None:
+    """Offset of the first line that opens a JSON array or object (skips a pasted command).
+
+    Only `[` or `{` that open a line and are followed by the end of the line, `{` or a key
+    count, so a log prefix such as `[rank0]:` is not taken for JSON.
+    """
+    found = _START_RE.search(text)
+    return found.start("open") if found else None
+
+
+@dataclass(slots=True)
+class FirstValue:
+    """The first JSON value of a text, where it ends, and what was forgiven to read it."""
+
+    value: Any
+    start: int
+    end: int | None
+    """Offset just past the value in the text; None when a truncated value never closes."""
+    repair: Repair | None
+    _text: str = field(repr=False)
+    _walk: _BracketWalk | None = field(default=None, repr=False)
+
+    def object_starts(self) -> list[int]:
+        """Offsets of the objects at the top level or directly inside a top-level array.
+
+        The n-th object of a decoded top-level array starts at the n-th offset. Walking the
+        brackets costs more than decoding, so it is done only when asked (or when a repair
+        needed it already).
+        """
+        if self._walk is None:
+            self._walk = _walk(self._text, self.start)
+        return self._walk.object_starts
+
+
+def read_first_value(text: str, start: int = 0) -> FirstValue | None:
+    """Decode the JSON value at `start` (see the module doc); None when nothing decodes."""
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+        return FirstValue(value, start, end, None, text)
+    except ValueError:
+        pass
+    walk = _walk(text, start)
+    try:
+        value, length = _decode_lenient(text[start:])
+    except ValueError:
+        value = _close_truncated(text, walk, start)
+        if value is None:
+            return None
+        return FirstValue(value, start, walk.end, Repair.TRUNCATED, text, walk)
+    # Offsets in the comma-stripped text are not offsets in `text`: prefer the walk's end.
+    end = start + length if walk.end is None else walk.end
+    return FirstValue(value, start, end, Repair.TRAILING_COMMAS, text, walk)
