@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crashlens.model import Fact
-from crashlens.parsers.df import DfParser, human_size
+from crashlens.parsers.df import DfParser
 from crashlens.parsers.ipcs import IpcsParser
 from crashlens.parsers.ulimit import UlimitParser
 
@@ -144,14 +144,6 @@ def test_si_sizes_from_df_H() -> None:
     result = DF.parse(text, "dfH.txt")
     assert by_mount(result.facts, "df.shm_size_bytes")["/dev/shm"].value == 68_000_000
     assert result.warnings
-
-
-@pytest.mark.parametrize(
-    ("token", "block", "expected"),
-    [("1.8T", None, int(1.8 * 1024**4)), ("0", None, 0), ("20K", None, 20480), ("5", 512, 2560)],
-)
-def test_human_size(token: str, block: int | None, expected: int) -> None:
-    assert human_size(token, block) == expected
 
 
 @pytest.mark.parametrize(

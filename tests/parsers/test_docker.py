@@ -7,7 +7,7 @@ import json
 import pytest
 
 from crashlens.model import Fact, FactValue
-from crashlens.parsers.docker import DockerComposeParser, DockerInspectParser, docker_size
+from crashlens.parsers.docker import DockerComposeParser, DockerInspectParser
 
 from conftest import SAMPLES, sample_text
 
@@ -315,25 +315,6 @@ def test_compose_without_shm_size_gets_the_docker_default() -> None:
     assert (private.value, private.attr("default"), private.lineno) == (67108864, True, 2)
     assert private.attr("service") == "tabby"
     assert values(facts, "compose.shm_size_bytes") == []
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("16gb", 16 * 1024**3),
-        ("8G", 8 * 1024**3),
-        ("'2g'", 2 * 1024**3),
-        ("512m", 512 * 1024**2),
-        ("1024k", 1024**2),
-        ("100b", 100),
-        ("8589934592", 8589934592),
-        (67108864, 67108864),
-        ("lots", None),
-        (True, None),
-    ],
-)
-def test_docker_size(raw: object, expected: int | None) -> None:
-    assert docker_size(raw) == expected
 
 
 def test_json_after_a_prompt_and_launcher_lines() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from crashlens.collect.files import read_value
 from crashlens.collect.staging import Staging
 from crashlens.collect.steps import AttemptResult, StepResult
-from crashlens.decide.remedy import human_bytes
+from crashlens.text.sizes import human_bytes
 
 OUTPUT = "cgroup-memory.txt"
 _NO_LIMIT = 2**62

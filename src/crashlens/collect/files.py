@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from crashlens.collect.steps import AttemptResult
-from crashlens.decide.remedy import human_bytes
+from crashlens.text.sizes import human_bytes
 
 CHUNK = 1024 * 1024
 """Bytes read at a time: big logs are streamed, never read whole."""

@@ -16,18 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from crashlens.match.rules import Rule, Step
 from crashlens.model import Action, Category, Fact, FactValue, Hit
 from crashlens.text.ids import pci_label
+from crashlens.text.sizes import human_bytes
 
 _FORMATTER = string.Formatter()
-
-
-def human_bytes(size: float) -> str:
-    """1073741824 -> '1.0 GiB' (binary units, as the tools themselves print)."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
 
 
 def recommend_shm(gpu_count: int | None, num_workers: int | None) -> str:

@@ -29,15 +29,13 @@ from dataclasses import dataclass
 
 from crashlens.model import Fact, FactValue, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
+from crashlens.text.sizes import human_size, is_human_size, unit_bytes
 
 _HEADER_RE = re.compile(r"^[ \t]*Filesystem[ \t]+(.*?)[ \t]*Mounted[ \t]+on[ \t]*$")
 _HEADER_SNIFF_RE = re.compile(r"^[ \t]*Filesystem[ \t]+[^\n]*Mounted[ \t]+on[ \t]*\r?$", re.M)
 _BLOCKS_RE = re.compile(r"^(\d+)([KMGT]?)-blocks$", re.IGNORECASE)
-# `1.8T` (GNU), `460Gi` / `512Bi` (macOS), `8.2k` (GNU -H), plain block counts.
-_SIZE_RE = re.compile(r"^(\d+(?:[.,]\d+)?)(?:([KMGTPEZY])i?B?|Bi|B)?$", re.IGNORECASE)
 _PERCENT_RE = re.compile(r"^(?:(\d+(?:\.\d+)?)%|-)$")
 _SI_HINT_RE = re.compile(r"(?:^|[ \t])\d+(?:\.\d+)?k(?=[ \t])", re.MULTILINE)
-_POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6, "Z": 7, "Y": 8}
 _TOKEN_RE = re.compile(r"\S+")
 _DEV_SHM = "/dev/shm"
 
@@ -77,7 +75,7 @@ def _layout(header_columns: str) -> _Layout:
         blocks = _BLOCKS_RE.match(name)
         if blocks:
             roles.append("size")
-            block_bytes = int(blocks.group(1)) * 1024 ** _POWERS[blocks.group(2).upper()]
+            block_bytes = int(blocks.group(1)) * unit_bytes(blocks.group(2))
         else:
             roles.append(_ROLES.get(lowered, "other"))
     return _Layout(tuple(roles), block_bytes)
@@ -89,22 +87,7 @@ def _fits(role: str, token: str) -> bool:
         return _PERCENT_RE.match(token) is not None
     if role in ("type", "other"):
         return True
-    return token == "-" or _SIZE_RE.match(token) is not None
-
-
-def human_size(token: str, block_bytes: int | None, si: bool = False) -> int | None:
-    """Bytes of a df size: a block count when the header gives a block size, else `1.8T`."""
-    if token == "-":
-        return None
-    found = _SIZE_RE.match(token)
-    if not found:
-        return None
-    number = float(found.group(1).replace(",", "."))
-    unit = (found.group(2) or "").upper()
-    if block_bytes is not None and not unit:
-        return int(number * block_bytes)
-    base = 1000 if si else 1024
-    return int(number * base ** _POWERS[unit])
+    return token == "-" or is_human_size(token)
 
 
 @dataclass(frozen=True, slots=True)

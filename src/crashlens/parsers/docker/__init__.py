@@ -9,6 +9,5 @@ from __future__ import annotations
 
 from crashlens.parsers.docker.compose import DockerComposeParser
 from crashlens.parsers.docker.inspect import DockerInspectParser
-from crashlens.text.sizes import docker_size
 
-__all__ = ["DockerComposeParser", "DockerInspectParser", "docker_size"]
+__all__ = ["DockerComposeParser", "DockerInspectParser"]
