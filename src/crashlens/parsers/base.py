@@ -8,6 +8,9 @@ Two shapes, because inputs come in two sizes:
   memory. The scanning engine finds the lines that match a rule or one of the parser's
   `anchors` and feeds only those, in order, to a `LogCollector`, which keeps bounded state
   and turns them into facts (the torchelastic summary, exit codes, an Xid's GPU...).
+  A collector with handlers declares them in one table of `Anchor`s (pattern, handler, the
+  one-value facts that settle it) and derives from `AnchoredCollector`, which dispatches
+  and settles; the parser's `anchors` are the table's patterns (`patterns_of`).
 
 Both split a raw line into its prefix fields and message with `split_line`.
 Sniffers must never raise: `safe_sniff` turns an exception into 0.0 (Pygments style).
@@ -17,9 +20,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from crashlens.model import Clock, Fact, FactValue, InputKind, Line
 
@@ -118,6 +121,87 @@ class LogCollector(ABC):
     @abstractmethod
     def finish(self) -> list[Fact]:
         """Return the facts once every line has been fed."""
+
+
+C = TypeVar("C", bound="AnchoredCollector")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Anchor(Generic[C]):
+    """One kind of line a collector needs, and what it does with it.
+
+    The pattern is line-safe, because the scan runs it over a whole buffer at once: no `\\s`
+    (write `[ \\t]`), negated classes exclude `\\n` (`[^ \\n]`), no lookbehind (`line_safety`
+    checks these); a literal of 3+ characters lets the prefilter skip most lines. It may match
+    more lines than the handler's precise regexes (`\\b` and `^` are left to them): the
+    handler re-checks.
+    Anchors compare by identity: one record per table entry.
+    """
+
+    pattern: str
+    handler: Callable[[C, Line], None] | None = None
+    """Called with each line that matched, in table order among the line's anchors; None for
+    an anchor read only by the collector's `on_line` (a state machine spanning anchors)."""
+    settles: tuple[str, ...] = ()
+    """One-value fact keys (`AnchoredCollector.keep_first`): once all are known, more lines of
+    this anchor change nothing and the engine skips them undecoded. Declare keys only for an
+    anchor whose lines serve nothing else (no `on_line` reads it)."""
+
+
+def patterns_of(table: Sequence[Anchor[Any]]) -> tuple[str, ...]:
+    """The scan patterns of an anchor table, in table order (a line reports their indexes)."""
+    return tuple(anchor.pattern for anchor in table)
+
+
+def line_safety(pattern: str) -> str | None:
+    """Which line-safety rule `pattern` breaks (see `Anchor`), or None."""
+    if "\\s" in pattern:
+        return "\\s may match a newline: write [ \\t]"
+    if "(?<" in pattern:
+        return "no lookbehind"
+    for negated in re.findall(r"\[\^((?:\\.|[^\]])*)\]", pattern):
+        if "\\n" not in negated:
+            return f"negated class [^{negated}] must exclude \\n"
+    return None
+
+
+class AnchoredCollector(LogCollector):
+    """A collector driven by an `Anchor` table: dispatch and settling written once.
+
+    `feed` calls, for a line, `on_line` and then the handlers of the anchors it matched (in
+    table order), and settles an anchor once all the one-value facts it declares are known.
+    """
+
+    def __init__(self, path: str, table: Sequence[Anchor[Any]]) -> None:
+        super().__init__()
+        self.path = path
+        self.table = table
+        self.singles: dict[str, Fact] = {}
+        """The first fact of each one-value key (`keep_first`): what settling looks at."""
+
+    def feed(self, line: Line, anchors: frozenset[int]) -> None:
+        """Dispatch the line to the handlers of the anchors it matched (`anchors`: indexes)."""
+        table = self.table
+        order = sorted(i for i in anchors if 0 <= i < len(table))
+        self.on_line(line, tuple(table[i] for i in order))
+        for index in order:
+            anchor = table[index]
+            if anchor.handler is not None:
+                anchor.handler(self, line)
+            if anchor.settles and all(key in self.singles for key in anchor.settles):
+                self.settled.add(index)
+
+    def on_line(self, line: Line, matched: tuple[Anchor[Any], ...]) -> None:
+        """Called for every fed line before its handlers, with the anchors it matched.
+
+        For state that spans anchors: a report whose headers, records and fields each have
+        their own anchor, and that must also notice any later line (the report has ended).
+        """
+
+    def keep_first(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> None:
+        """Keep the first value of a one-value fact (a version, the world size...)."""
+        if key not in self.singles:
+            self.singles[key] = fact(key, value, self.path, line.lineno, text=line.raw, **attrs)
 
 
 class LogParser(Parser):
