@@ -23,7 +23,7 @@ from typing import Any
 
 from crashlens.model import Fact, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
-from crashlens.parsers.launcher import (
+from crashlens.parsers.launcher.messages import (
     EXCEPTION_CHARS,
     parse_cuda_oom,
     parse_exception,

@@ -1,0 +1,568 @@
+"""The launcher log's collector: one handler per anchor, bounded state, the facts at the end.
+
+The fact keys are listed in the package docstring. `ANCHORS` (after the class) is the table:
+the scan pattern of each kind of line, the handler it feeds, and the one-value facts that
+settle it. The torchelastic report's four anchors have no handler: `ReportReader` reads them
+together, from `on_line`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from crashlens.model import Fact, FactValue, Line
+from crashlens.parsers.base import Anchor, AnchoredCollector, fact
+from crashlens.parsers.launcher import report
+from crashlens.parsers.launcher.messages import (
+    EXCEPTION_CHARS,
+    SIZE,
+    parse_cuda_oom,
+    parse_exception,
+    to_bytes,
+    version_facts,
+)
+from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
+from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS, SignalLog
+from crashlens.parsers.launcher.tools import TOOL_ANCHOR, TOOLS
+
+MAX_EXCEPTIONS = 200
+"""Distinct exceptions, OOMs, timeouts, NCCL errors and signals kept, each."""
+MAX_NCCL_WARNS = 20
+
+_TOOL_ORDER = [tool.name for tool in TOOLS]
+
+_AGENT_FAILED = re.compile(
+    r"failed \(exitcode: (-?[0-9]+)\) local_rank: ([0-9]+) \(pid: ([0-9]+)\)"
+)
+_DS_RC = re.compile(r"exits with return code = (-?[0-9]+)")
+_DS_LOCAL_RANK = re.compile(r"--local_rank=([0-9]+)")
+_CPE_SIGNAL = re.compile(r"died with <Signals\.(SIG[A-Z0-9]+): ([0-9]+)>")
+_CPE_STATUS = re.compile(r"returned non-zero exit status (-?[0-9]+)")
+_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\(")
+_WORK_FIELD = re.compile(r"(SeqNum|OpType|Timeout\(ms\))=([A-Za-z0-9_]+)")
+_RAN_FOR = re.compile(r"ran for ([0-9]+) milliseconds")
+_RANK_IN_TEXT = re.compile(r"\[(?:PG ID [^\]]*)?Rank ([0-9]+)\]")
+_WORLD_DICT = re.compile(r"WORLD INFO DICT: \{(.*)\}")
+_WORLD_HOST = re.compile(r"'[^']*': \[([0-9, ]*)\]")
+_DS_PROCS = re.compile(r"nnodes=([0-9]+), num_local_procs=([0-9]+)")
+_WORLD_SIZE = re.compile(
+    r"(?:^|[^A-Za-z_])(?:dist_|global_)?(?:world_size|WORLD_SIZE|world size)['\"]?[ \t]*[:=][ \t]*"
+    r"([0-9]+)"
+)
+_NPROC_FLAG = re.compile(r"--nproc[_-]per[_-]node[= ]([0-9]+)")
+_NNODES_FLAG = re.compile(r"--nnodes[= ](?:[0-9]+:)?([0-9]+)")
+_ACCEL_VALUE = re.compile(r"`--(num_processes|num_machines)` was set to a value of `([0-9]+)`")
+_ACCEL_FLAG = re.compile(r"--(num_processes|num_machines)[= ]([0-9]+)")
+_NUM_WORKERS = re.compile(
+    r"(?<![A-Za-z_])(?:dataloader_)?num_workers['\"]?[ \t]*[:= ][ \t]*([0-9]+)"
+)
+_SLURM_OOM = re.compile(
+    r"Detected ([0-9]+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )"
+    r"([0-9]+(?:\.[A-Za-z0-9_]+)?)"
+)
+_SLURM_CANCEL = re.compile(
+    r"\*\*\* (?:STEP|JOB) ([0-9][0-9.A-Za-z_]*) ON ([^ ]+) CANCELLED AT ([^ ]+)"
+    r"(?: DUE TO ([^*,]+))?"
+)
+_SRUN_TASK = re.compile(r"srun: error: ([^ \t:]+): tasks? ([0-9][0-9,\-\[\]]*): (.+?)[ \t]*$")
+_SRUN_EXIT = re.compile(r"Exited with exit code ([0-9]+)")
+_RESTART = re.compile(r"Worker group FAILED\. [0-9]+/[0-9]+ attempts left; will restart")
+_DATALOADER_SIG = re.compile(
+    r"DataLoader worker \(pid ([0-9]+)\) is killed by signal: ([A-Za-z ]+)"
+)
+_NCCL_WARN = re.compile(r"^(?:\[([0-9]+)\] )?(?:([^ ]+) )?NCCL WARN (.*)$")
+_NCCL_NET = re.compile(r"NCCL INFO Using network ([A-Za-z0-9_]+)")
+_NCCL_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "ncclRemoteError",
+        re.compile(r"ncclRemoteError|remote process exited or there was a network"),
+    ),
+    ("ncclSystemError", re.compile(r"ncclSystemError|unhandled system error")),
+    ("ncclUnhandledCudaError", re.compile(r"ncclUnhandledCudaError|unhandled cuda error")),
+    ("ncclInternalError", re.compile(r"ncclInternalError|internal error - please report")),
+    ("ncclInvalidUsage", re.compile(r"ncclInvalidUsage|invalid usage")),
+    ("ncclInvalidArgument", re.compile(r"ncclInvalidArgument")),
+)
+_PDSH_EXIT = re.compile(r"^pdsh@[^ :]+: ([^ :]+): ssh exited with exit code ([0-9]+)")
+_MPI_SIGNAL = re.compile(
+    r"process rank ([0-9]+) with PID ([0-9]+) on node ([^ ]+) exited on signal ([0-9]+)"
+)
+_SHELL_KILLED = re.compile(
+    r"line [0-9]+: +([0-9]+) (Killed|Bus error|Segmentation fault|Aborted)(?: \(core dumped\))?"
+)
+_CPU_MEM = re.compile(r"CPU Virtual Memory: +used = " + SIZE + r", percent = ([0-9.]+)%")
+_AGENT_SIGNAL = re.compile(r"Received Signals\.(SIG[A-Z0-9]+) death signal")
+
+
+class LauncherCollector(AnchoredCollector):
+    """Bounded state over the anchor lines of one launcher log."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, ANCHORS)
+        self.facts: list[Fact] = []
+        self.tools: dict[str, Fact] = {}
+        self.exceptions: set[tuple[int | None, str]] = set()
+        self.ooms: set[tuple[int | None, int | None, int]] = set()
+        self.timeouts: set[tuple[int | None, str | None]] = set()
+        self.signals = SignalLog(path, MAX_EXCEPTIONS)
+        self.nccl_errors: set[tuple[str, int | None]] = set()
+        self.nccl_warns = 0
+        self.restarts: Fact | None = None
+        self.restart_count = 0
+        self.cpu_mem: Fact | None = None
+        self.subprocess_exits: list[Fact] = []
+        self.report = ReportReader(path, self.facts, self.signals)
+
+    def _add(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> Fact:
+        made = fact(key, value, self.path, line.lineno, text=line.raw, **attrs)
+        self.facts.append(made)
+        return made
+
+    def on_line(self, line: Line, matched: tuple[Anchor[Any], ...]) -> None:
+        """Every fed line goes to the report reader first (it ends a report left open)."""
+        self.report.read(line, matched)
+
+    def on_tool(self, line: Line) -> None:
+        text = line.text
+        for tool in TOOLS:
+            # Gated by the tool's literals: most such lines (tracebacks) name no new tool.
+            if tool.name not in self.tools and tool.says.search(text) is not None:
+                self.tools[tool.name] = fact(
+                    "launcher.tool", tool.name, self.path, line.lineno, line.raw
+                )
+
+    def on_exception(self, line: Line) -> None:
+        parsed = parse_exception(line.text)
+        if parsed is None:
+            return
+        exc_type, value, inline_rank = parsed
+        rank, host, source = line.rank, line.host, "log"
+        record = self.report.continued_by(line)
+        if record is not None:
+            rank = record.rank if rank is None else rank
+            host = host or record.value("host") or None
+            source = "torchelastic-report"
+        rank = inline_rank if rank is None else rank
+        key = (rank, value)
+        if key in self.exceptions or len(self.exceptions) >= MAX_EXCEPTIONS:
+            return
+        self.exceptions.add(key)
+        self._add(
+            "python.exception", value, line, rank=rank, host=host, type=exc_type, source=source
+        )
+
+    def on_oom(self, line: Line) -> None:
+        parsed = parse_cuda_oom(line.text)
+        if parsed is None:
+            return
+        tried, attrs = parsed
+        rank = line.rank
+        record = self.report.continued_by(line)
+        if rank is None and record is not None:
+            rank = record.rank
+        if rank is None and (inline := parse_exception(line.text)):
+            rank = inline[2]
+        gpu = attrs.get("gpu")
+        key = (rank, gpu if isinstance(gpu, int) else None, tried)
+        if key in self.ooms or len(self.ooms) >= MAX_EXCEPTIONS:
+            return
+        self.ooms.add(key)
+        self._add("cuda.oom", tried, line, rank=rank, host=line.host, **attrs)
+
+    def on_agent(self, line: Line) -> None:
+        m = _AGENT_FAILED.search(line.text)
+        if m is None:
+            return
+        code, local_rank, pid = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        self._add(
+            "launcher.exit_code",
+            code,
+            line,
+            local_rank=local_rank,
+            pid=pid,
+            host=line.host,
+            source="elastic-agent",
+        )
+        if code < 0:
+            self.signals.add_exit_code(code, line.lineno, line.raw, pid=pid, host=line.host)
+
+    def on_deepspeed(self, line: Line) -> None:
+        m = _DS_RC.search(line.text)
+        if m is None:
+            return
+        code = int(m.group(1))
+        lr = _DS_LOCAL_RANK.search(line.text)
+        local_rank = int(lr.group(1)) if lr else None
+        self._add(
+            "launcher.exit_code",
+            code,
+            line,
+            local_rank=local_rank,
+            host=line.host,
+            source="deepspeed",
+        )
+        if code < 0:
+            self.signals.add_exit_code(
+                code, line.lineno, line.raw, host=line.host, local_rank=local_rank
+            )
+
+    def on_subprocess(self, line: Line) -> None:
+        # The source depends on the launcher, known only at the end: kept until finish().
+        if m := _CPE_SIGNAL.search(line.text):
+            code = -int(m.group(2))
+            self.signals.add(m.group(1), line.lineno, line.raw, source="subprocess", host=line.host)
+        elif m := _CPE_STATUS.search(line.text):
+            code = int(m.group(1))
+        else:
+            return
+        if len(self.subprocess_exits) < MAX_REPORT_RECORDS:
+            self.subprocess_exits.append(
+                fact(
+                    "launcher.exit_code",
+                    code,
+                    self.path,
+                    line.lineno,
+                    text=line.raw,
+                    host=line.host,
+                )
+            )
+
+    def on_watchdog(self, line: Line) -> None:
+        m = _WATCHDOG.search(line.text)
+        if m is None:
+            return
+        rest = line.text[m.end() :]
+        work = dict(_WORK_FIELD.findall(rest))
+        timeout = work.get("Timeout(ms)")
+        if timeout is None or not timeout.isdigit():
+            return
+        rank = line.rank
+        if rank is None and (r := _RANK_IN_TEXT.search(line.text)):
+            rank = int(r.group(1))
+        seq = work.get("SeqNum")
+        key = (rank, seq)
+        if key in self.timeouts or len(self.timeouts) >= MAX_EXCEPTIONS:
+            return
+        self.timeouts.add(key)
+        ran = _RAN_FOR.search(rest)
+        self._add(
+            "nccl.timeout",
+            int(timeout),
+            line,
+            rank=rank,
+            op=work.get("OpType"),
+            ran_ms=int(ran.group(1)) if ran else None,
+            seq=int(seq) if seq and seq.isdigit() else None,
+            host=line.host,
+        )
+
+    def on_version(self, line: Line) -> None:
+        for key, value in version_facts(line.text):
+            self.keep_first(key, value, line)
+
+    def on_world(self, line: Line) -> None:
+        text = line.text
+        if m := _WORLD_DICT.search(text):
+            sizes = [
+                len([r for r in ranks.split(",") if r.strip()])
+                for ranks in _WORLD_HOST.findall(m.group(1))
+            ]
+            if sizes:
+                self.keep_first("launcher.nnodes", len(sizes), line)
+                self.keep_first("launcher.nproc_per_node", max(sizes), line)
+                self.keep_first("launcher.world_size", sum(sizes), line)
+        if m := _DS_PROCS.search(text):
+            self.keep_first("launcher.nnodes", int(m.group(1)), line)
+            self.keep_first("launcher.nproc_per_node", int(m.group(2)), line)
+        if m := _WORLD_SIZE.search(text):
+            self.keep_first("launcher.world_size", int(m.group(1)), line)
+        if m := _NPROC_FLAG.search(text):
+            self.keep_first("launcher.nproc_per_node", int(m.group(1)), line)
+        if m := _NNODES_FLAG.search(text):
+            self.keep_first("launcher.nnodes", int(m.group(1)), line)
+        flags = () if "unintended" in text else tuple(_ACCEL_FLAG.finditer(text))
+        for m in (*_ACCEL_VALUE.finditer(text), *flags):
+            key = "launcher.world_size" if m.group(1) == "num_processes" else "launcher.nnodes"
+            self.keep_first(key, int(m.group(2)), line)
+
+    def on_workers(self, line: Line) -> None:
+        if m := _NUM_WORKERS.search(line.text):
+            self.keep_first("launcher.num_workers", int(m.group(1)), line)
+
+    def on_slurm_oom(self, line: Line) -> None:
+        if m := _SLURM_OOM.search(line.text):
+            self._add("slurm.oom_kill_events", int(m.group(1)), line, step=m.group(2))
+
+    def on_slurm_cancel(self, line: Line) -> None:
+        if m := _SLURM_CANCEL.search(line.text):
+            reason = (m.group(4) or "unspecified").strip()
+            self._add(
+                "slurm.cancelled", reason, line, step=m.group(1), node=m.group(2), time=m.group(3)
+            )
+
+    def on_srun(self, line: Line) -> None:
+        m = _SRUN_TASK.search(line.text)
+        if m is None:
+            return
+        node, task, what = m.group(1), m.group(2), m.group(3)
+        self._add("slurm.task_failure", what, line, node=node, task=task)
+        task_attr: FactValue = int(task) if task.isdigit() else task
+        if ex := _SRUN_EXIT.search(what):
+            self._add(
+                "launcher.exit_code",
+                int(ex.group(1)),
+                line,
+                host=node,
+                task=task_attr,
+                source="srun",
+            )
+        elif (signum := SIGNAL_WORDS.get(what.lower())) is not None:
+            self._add("launcher.exit_code", -signum, line, host=node, task=task_attr, source="srun")
+            self.signals.add(
+                SIGNALS[signum], line.lineno, line.raw, host=node, task=task_attr, source="srun"
+            )
+
+    def on_restart(self, line: Line) -> None:
+        if _RESTART.search(line.text):
+            self.restart_count += 1
+            self.restarts = fact(
+                "launcher.restarts", self.restart_count, self.path, line.lineno, text=line.raw
+            )
+
+    def on_signal(self, line: Line) -> None:
+        text = line.text
+        if self.report.record is None and (m := SIGNAL_RECEIVED.search(text)):
+            self.signals.add(
+                m.group(2),
+                line.lineno,
+                line.raw,
+                rank=line.rank,
+                pid=int(m.group(3)),
+                source="torchelastic",
+            )
+        if m := _DATALOADER_SIG.search(text):
+            signum = SIGNAL_WORDS.get(m.group(2).strip().rstrip(".").lower())
+            if signum:
+                self.signals.add(
+                    SIGNALS[signum],
+                    line.lineno,
+                    line.raw,
+                    rank=line.rank,
+                    pid=int(m.group(1)),
+                    host=line.host,
+                    source="dataloader-worker",
+                )
+        if m := _AGENT_SIGNAL.search(text):
+            self.signals.add(
+                m.group(1), line.lineno, line.raw, host=line.host, source="agent-received"
+            )
+        if m := _MPI_SIGNAL.search(text):
+            rank, pid, node, signum = int(m.group(1)), int(m.group(2)), m.group(3), int(m.group(4))
+            self._add(
+                "launcher.exit_code", -signum, line, rank=rank, pid=pid, host=node, source="mpirun"
+            )
+            self.signals.add_exit_code(
+                -signum, line.lineno, line.raw, rank=rank, pid=pid, host=node
+            )
+        if m := _SHELL_KILLED.search(text):
+            signum = SIGNAL_WORDS[m.group(2).lower()]
+            self.signals.add(
+                SIGNALS[signum], line.lineno, line.raw, pid=int(m.group(1)), source="shell"
+            )
+
+    def on_nccl(self, line: Line) -> None:
+        text = line.text
+        if (m := _NCCL_WARN.match(text)) and self.nccl_warns < MAX_NCCL_WARNS:
+            self.nccl_warns += 1
+            dev = int(m.group(1)) if m.group(1) else None
+            self._add(
+                "nccl.warn",
+                m.group(3)[:EXCEPTION_CHARS],
+                line,
+                host=line.host,
+                dev=dev,
+                where=m.group(2),
+            )
+        for name, rx in _NCCL_ERRORS:
+            if rx.search(text):
+                record = self.report.continued_by(line)
+                rank = line.rank if line.rank is not None or record is None else record.rank
+                key = (name, rank)
+                if key not in self.nccl_errors and len(self.nccl_errors) < MAX_EXCEPTIONS:
+                    self.nccl_errors.add(key)
+                    self._add("nccl.error", name, line, rank=rank, host=line.host)
+                break
+
+    def on_pdsh(self, line: Line) -> None:
+        if m := _PDSH_EXIT.search(line.raw):
+            self._add("launcher.exit_code", int(m.group(2)), line, host=m.group(1), source="pdsh")
+
+    def on_transport(self, line: Line) -> None:
+        if m := _NCCL_NET.search(line.text):
+            self.keep_first("nccl.transport", m.group(1), line)
+
+    def on_completed(self, line: Line) -> None:
+        """Keep the last line saying the run finished (`launcher.completed`)."""
+        self.singles.pop("launcher.completed", None)
+        self.keep_first("launcher.completed", True, line)
+
+    def on_cpu_mem(self, line: Line) -> None:
+        m = _CPU_MEM.search(line.text)
+        if m is None:
+            return
+        percent = float(m.group(3))
+        if self.cpu_mem is None or percent > float(self.cpu_mem.value):
+            self.cpu_mem = fact(
+                "launcher.cpu_memory_percent",
+                percent,
+                self.path,
+                line.lineno,
+                text=line.raw,
+                used_bytes=to_bytes(m.group(1), m.group(2)),
+            )
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def finish(self) -> list[Fact]:
+        """Close the open report record and add the whole-file facts."""
+        self.report.close()
+        facts = list(self.facts)
+        facts.extend(self.signals.facts.values())
+        tool = self._tool()
+        if tool is not None:
+            facts.append(tool)
+        source = "accelerate" if "accelerate" in self.tools else "subprocess"
+        facts.extend(
+            fact(
+                pending.key,
+                pending.value,
+                self.path,
+                pending.lineno,
+                text=pending.text,
+                source=source,
+                **dict(pending.attrs),
+            )
+            for pending in self.subprocess_exits
+        )
+        facts.extend(self.singles.values())
+        self._derive_world(facts)
+        facts.extend(
+            f for f in (self.report.first_failure, self.restarts, self.cpu_mem) if f is not None
+        )
+        return facts
+
+    def _tool(self) -> Fact | None:
+        """The most specific launcher seen (llamafactory runs torchrun, which may run in slurm)."""
+        for name in _TOOL_ORDER:
+            if name in self.tools:
+                chosen = self.tools[name]
+                seen = ",".join(n for n in _TOOL_ORDER if n in self.tools)
+                return fact(
+                    chosen.key, chosen.value, self.path, chosen.lineno, text=chosen.text, seen=seen
+                )
+        return None
+
+    def _derive_world(self, facts: list[Fact]) -> None:
+        """Fill in the third of nnodes / nproc_per_node / world_size from the other two."""
+        nnodes = self.singles.get("launcher.nnodes")
+        nproc = self.singles.get("launcher.nproc_per_node")
+        world = self.singles.get("launcher.world_size")
+        if nnodes and nproc and not world:
+            value = int(nnodes.value) * int(nproc.value)
+            facts.append(
+                fact(
+                    "launcher.world_size",
+                    value,
+                    self.path,
+                    nproc.lineno,
+                    text=nproc.text,
+                    derived=True,
+                )
+            )
+        elif nnodes and world and not nproc and int(nnodes.value) > 0:
+            value = int(world.value) // int(nnodes.value)
+            facts.append(
+                fact(
+                    "launcher.nproc_per_node",
+                    value,
+                    self.path,
+                    world.lineno,
+                    text=world.text,
+                    derived=True,
+                )
+            )
+
+
+_VERSION_KEYS = ("nccl.version", "cuda.version")
+_WORLD_KEYS = ("launcher.nnodes", "launcher.nproc_per_node", "launcher.world_size")
+
+L = LauncherCollector
+# Line-safe (see `Anchor`). The order is the dispatch order for a line matching several; the
+# report's anchors sit where `on_line` reads them, before every handler.
+ANCHORS: tuple[Anchor[LauncherCollector], ...] = (
+    Anchor(TOOL_ANCHOR, L.on_tool),
+    report.HEADER,
+    report.INDEX,
+    report.FIELD,
+    report.BORDER,
+    Anchor(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit)(?::|[ \t]*$)", L.on_exception),
+    Anchor(r"CUDA out of memory|CUDA error: out of memory", L.on_oom),
+    Anchor(r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+", L.on_agent),
+    Anchor(r"exits with return code = -?[0-9]+", L.on_deepspeed),
+    # accelerate's simple launcher, llamafactory-cli
+    Anchor(
+        r"died with <Signals\.SIG[A-Z0-9]+: [0-9]+>|returned non-zero exit status -?[0-9]+",
+        L.on_subprocess,
+    ),
+    Anchor(r"Watchdog caught collective operation timeout", L.on_watchdog),
+    # every rank prints it (it may name its CUDA too): settled once both are known
+    Anchor(r"NCCL version [0-9]", L.on_version, settles=_VERSION_KEYS),
+    Anchor(
+        r"WORLD INFO DICT|num_local_procs=|world_size|WORLD_SIZE|world size"
+        r"|--nproc[_-]per[_-]node|--nnodes|--num_processes|--num_machines",
+        L.on_world,
+        settles=_WORLD_KEYS,
+    ),
+    Anchor(r"num_workers", L.on_workers, settles=("launcher.num_workers",)),
+    Anchor(r"Detected [0-9]+ oom[-_]kill event", L.on_slurm_oom),
+    Anchor(r"\*\*\* (?:STEP|JOB) [0-9][^\n]* CANCELLED AT ", L.on_slurm_cancel),
+    Anchor(r"srun: error: [^ \t\n:]+: tasks? [0-9]", L.on_srun),
+    Anchor(r"Worker group FAILED\. [0-9]+/[0-9]+ attempts left", L.on_restart),
+    # torchelastic report, DataLoader, agent, shell, mpirun
+    Anchor(
+        r"Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|DataLoader worker \(pid [0-9]+\) is killed"
+        r"|Received Signals\.SIG[A-Z0-9]+ death signal|exited on signal [0-9]+"
+        r"|line [0-9]+: +[0-9]+ (?:Killed|Bus error|Segmentation fault|Aborted)",
+        L.on_signal,
+    ),
+    Anchor(
+        r"NCCL WARN |nccl(?:Remote|System|Internal|UnhandledCuda)Error"
+        r"|ncclInvalid(?:Usage|Argument)|unhandled (?:system|cuda) error"
+        r"|remote process exited or there was a network",
+        L.on_nccl,
+    ),
+    Anchor(r"ssh exited with exit code [0-9]+", L.on_pdsh),
+    Anchor(r"CPU Virtual Memory: +used = ", L.on_cpu_mem),
+    # HF Trainer, DeepSpeed launcher: the run finished, earlier tracebacks did not end it
+    Anchor(
+        r"Training completed\.|'train_runtime': |train_runtime +="
+        r"|Process [0-9]+ exits successfully",
+        L.on_completed,
+    ),
+    # every rank prints it; the first one is all that is kept
+    Anchor(r"NCCL INFO Using network ", L.on_transport, settles=("nccl.transport",)),
+    # its `+cu121` names CUDA too
+    Anchor(
+        r"torch==[0-9]|(?:PyTorch|torch) version:? [0-9]",
+        L.on_version,
+        settles=("torch.version", "cuda.version"),
+    ),
+    # nvidia-smi banners in the log, torch.utils.collect_env
+    Anchor(
+        r"CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]",
+        L.on_version,
+        settles=("cuda.version",),
+    ),
+)
+del L

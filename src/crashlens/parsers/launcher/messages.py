@@ -1,0 +1,126 @@
+"""What the messages of a training run say, read into values: CUDA OOM figures, a Python
+exception line, library versions. Shared with the torchelastic error-file parser."""
+
+from __future__ import annotations
+
+import re
+
+from crashlens.model import FactValue
+
+EXCEPTION_CHARS = 300
+"""Longest exception text kept (the type and the start of the message)."""
+
+_UNITS = {"b": 1, "bytes": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+_UNITS |= {"kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
+SIZE = r"([0-9]+(?:\.[0-9]+)?) ?([KMGT]i?B|bytes|B)"
+"""A size as torch prints it (`2.00 GiB`): two groups, the number and the unit (`to_bytes`)."""
+
+
+def to_bytes(number: str, unit: str) -> int:
+    """`2.00`, `GiB` -> bytes (torch prints binary units)."""
+    return int(round(float(number) * _UNITS[unit.lower()]))
+
+
+_OOM_TRIED = re.compile(r"CUDA out of memory\. Tried to allocate " + SIZE)
+_OOM_NEW = re.compile(
+    r"GPU ([0-9]+) has a total capac?i?ty of " + SIZE + r" of which " + SIZE + r" is free"
+)
+_OOM_IN_USE = re.compile(r"has " + SIZE + r" memory in use")
+_OOM_NEW_ALLOC = re.compile(
+    r"Of the allocated memory "
+    + SIZE
+    + r" is allocated by PyTorch, and "
+    + SIZE
+    + r" is reserved by PyTorch but unallocated"
+)
+_OOM_OLD = re.compile(
+    r"\(GPU ([0-9]+); "
+    + SIZE
+    + r" total capacity; "
+    + SIZE
+    + r" already allocated; "
+    + SIZE
+    + r" free;(?: "
+    + SIZE
+    + r" (?:reserved in total by PyTorch|cached))?"
+)
+_OOM_BARE = re.compile(r"CUDA error: out of memory|CUDA out of memory")
+
+
+def parse_cuda_oom(text: str) -> tuple[int, dict[str, FactValue]] | None:
+    """Bytes tried and the figures of a CUDA OOM message (all three wording generations)."""
+    tried = _OOM_TRIED.search(text)
+    if tried is None:
+        if _OOM_BARE.search(text):
+            return 0, {"wording": "cuda_error"}
+        return None
+    attrs: dict[str, FactValue] = {}
+    if m := _OOM_NEW.search(text):
+        attrs["gpu"] = int(m.group(1))
+        attrs["total_bytes"] = to_bytes(m.group(2), m.group(3))
+        attrs["free_bytes"] = to_bytes(m.group(4), m.group(5))
+        attrs["wording"] = "2.3+" if "non-PyTorch" in text else "2.1"
+        if used := _OOM_IN_USE.search(text):
+            attrs["in_use_bytes"] = to_bytes(used.group(1), used.group(2))
+        if alloc := _OOM_NEW_ALLOC.search(text):
+            allocated = to_bytes(alloc.group(1), alloc.group(2))
+            attrs["allocated_bytes"] = allocated
+            # The new wording gives the unallocated part; keep one meaning: reserved in total.
+            attrs["reserved_bytes"] = allocated + to_bytes(alloc.group(3), alloc.group(4))
+    elif m := _OOM_OLD.search(text):
+        attrs["gpu"] = int(m.group(1))
+        attrs["total_bytes"] = to_bytes(m.group(2), m.group(3))
+        attrs["allocated_bytes"] = to_bytes(m.group(4), m.group(5))
+        attrs["free_bytes"] = to_bytes(m.group(6), m.group(7))
+        if m.group(8):
+            attrs["reserved_bytes"] = to_bytes(m.group(8), m.group(9))
+        attrs["wording"] = "legacy"
+    return to_bytes(tried.group(1), tried.group(2)), attrs
+
+
+_EXCEPTION = re.compile(
+    r"^[ \t]*(?:\[[A-Z]+\][ \t]*)?(?:rank[ ]?([0-9]+):[ \t]*)?"
+    r"((?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit))"
+    r"(?::[ \t]*(.*))?$"
+)
+_NOT_WORKER_EXCEPTIONS = frozenset({"ChildFailedError"})
+"""The agent's wrapper: its content is the report, read separately."""
+
+
+def parse_exception(text: str) -> tuple[str, str, int | None] | None:
+    """(type, "Type: message", rank named inline) for a Python exception line, else None."""
+    m = _EXCEPTION.match(text)
+    if m is None:
+        return None
+    exc_type = m.group(2)
+    if exc_type.rsplit(".", 1)[-1] in _NOT_WORKER_EXCEPTIONS:
+        return None
+    message = (m.group(3) or "").strip()
+    value = f"{exc_type}: {message}" if message else exc_type
+    rank = int(m.group(1)) if m.group(1) else None
+    return exc_type, value[:EXCEPTION_CHARS], rank
+
+
+_NCCL_VERSION = re.compile(r"NCCL version ([0-9]+\.[0-9]+\.[0-9]+)(?:\+cuda([0-9]+\.[0-9]+))?")
+_TORCH_VERSION = re.compile(
+    r"torch==([0-9]+\.[0-9]+[0-9a-z.+]*)|(?:PyTorch|torch) version:? ([0-9]+\.[0-9]+[0-9a-z.+]*)"
+)
+_CUDA_VERSION = re.compile(r"CUDA (?:[Vv]ersion|used to build PyTorch):? ([0-9]+\.[0-9]+)")
+_TORCH_CU = re.compile(r"\+cu([0-9]+)([0-9])$")
+
+
+def version_facts(text: str) -> list[tuple[str, str]]:
+    """(key, value) pairs for the nccl / cuda / torch versions a line names."""
+    found: list[tuple[str, str]] = []
+    if m := _NCCL_VERSION.search(text):
+        found.append(("nccl.version", m.group(1)))
+        if m.group(2):
+            found.append(("cuda.version", m.group(2)))
+    if m := _TORCH_VERSION.search(text):
+        version = (m.group(1) or m.group(2)).rstrip(".")
+        found.append(("torch.version", version))
+        if cu := _TORCH_CU.search(version):
+            found.append(("cuda.version", f"{int(cu.group(1))}.{cu.group(2)}"))
+    if m := _CUDA_VERSION.search(text):
+        found.append(("cuda.version", m.group(1)))
+    return found
