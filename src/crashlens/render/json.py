@@ -1,4 +1,4 @@
-"""The canonical JSON report (docs/report-contract.md); every other format could be derived from it."""
+"""The canonical JSON report (docs/report-contract.md); every other format could derive from it."""
 
 from __future__ import annotations
 
