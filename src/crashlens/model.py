@@ -297,6 +297,14 @@ class Report:
     failure_seen: bool = False
     first_failure: Evidence | None = None
     """The earliest failure line across inputs (rank that failed first, else earliest time)."""
+    lead: Evidence | None = None
+    """The line that stands for the failure (what `crashlens scan` groups jobs by): the
+    strongest non-context line of the top cause's category (a root before a symptom, then by
+    weight, ties by rule id), at its earliest occurrence; else the first failure's rule, at
+    its earliest occurrence. Never chosen by file order alone, so two runs with the same
+    failure stand for it with the same rule. None when the verdict is `none`. Not in the JSON."""
+    first_failure_rank: int | None = None
+    """The rank torchelastic names as the first observed failure, when it names one."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """Reasoning the report wants a person to read (why a symptom was demoted...)."""
     schema_version: int = 1

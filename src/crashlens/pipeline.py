@@ -111,6 +111,8 @@ def build_report(
         next_checks=checks,
         failure_seen=decision.failure_seen,
         first_failure=_first_failure_evidence(decision),
+        lead=_lead(analyses, decision),
+        first_failure_rank=decision.first_failure_rank,
         notes=decision.notes,
         crashlens_version=__version__,
     )
@@ -133,6 +135,23 @@ def _first_failure_evidence(decision: Decision) -> Evidence | None:
         return None
     note = f"rank {hit.rank}" if hit.rank is not None else None
     return _evidence(hit, note)
+
+
+def _lead(analyses: Sequence[InputAnalysis], decision: Decision) -> Evidence | None:
+    if decision.verdict is Verdict.NONE:
+        return None
+    category = decision.candidates[0].category if decision.candidates else None
+    hits = [hit for analysis in analyses for hit in analysis.hits]
+    own = [h for h in hits if h.category is category and h.role is not Role.CONTEXT]
+    first = decision.first_failure
+    if not own and first is not None:
+        own = [h for h in hits if h.rule_id == first.rule_id]
+    if not own:
+        return None
+    best = min(own, key=lambda h: (h.role is not Role.ROOT, -h.weight, h.rule_id))
+    same = [h for h in own if h.rule_id == best.rule_id]
+    earliest = min(same, key=lambda h: (h.timestamp is None, h.timestamp or 0.0, h.lineno or 0))
+    return _evidence(earliest, None)
 
 
 def _evidence(hit: Hit, note: str | None) -> Evidence:

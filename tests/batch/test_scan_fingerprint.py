@@ -7,8 +7,8 @@ from pathlib import Path
 from scan_helpers import enospc_job, healthy_job, oom_job, xid_job
 
 from crashlens.batch.fingerprint import FINGERPRINT_VERSION, fingerprint, normalize
+from crashlens.batch.job import analyze_job
 from crashlens.batch.jobs import discover_jobs
-from crashlens.batch.runner import analyze_job
 
 
 def _rows(root: Path) -> dict[str, object]:

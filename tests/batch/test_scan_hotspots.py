@@ -7,8 +7,8 @@ from pathlib import Path
 from scan_helpers import oom_job, xid_job
 
 from crashlens.batch.hotspots import HotspotTracker
+from crashlens.batch.job import analyze_job
 from crashlens.batch.jobs import discover_jobs
-from crashlens.batch.runner import analyze_job
 from crashlens.batch.summary import SummaryBuilder
 from crashlens.text.ids import normalize_pci
 

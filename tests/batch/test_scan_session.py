@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import polars as pl
 import pytest
 from scan_helpers import enospc_job, healthy_job, oom_job, tar_job, write, xid_job
 
-from crashlens.batch import runner
+from crashlens.batch import job as batch_job
 from crashlens.batch.cache import CACHE_NAME
-from crashlens.batch.jobs import JobSpec
+from crashlens.batch.jobs import JobSpec, discover_jobs
+from crashlens.batch.pool import Runner
 from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
 from crashlens.match.scan import hyperscan_available
@@ -188,14 +190,14 @@ def _dies_on_job_3(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
     return _real_analyze_job(job, root, backend)
 
 
-_real_analyze_job = runner.analyze_job
+_real_analyze_job = batch_job.analyze_job
 
 
 def test_a_job_that_kills_its_worker_is_a_row_and_the_scan_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _archive(tmp_path / "archive")
-    monkeypatch.setattr(runner, "analyze_job", _dies_on_job_3)
+    monkeypatch.setattr(batch_job, "analyze_job", _dies_on_job_3)
     summary = _scan(root, tmp_path / "out", workers=2)
     table = pl.read_parquet(tmp_path / "out" / "jobs.parquet")
     rows = {r["job"]: r for r in table.to_dicts()}
@@ -204,7 +206,7 @@ def test_a_job_that_kills_its_worker_is_a_row_and_the_scan_goes_on(
     assert rows["2024-03/job-001"]["verdict"] == "gpu_oom"
     assert summary["jobs"]["unreadable"] == 1  # type: ignore[index]
     # a crash is not cached: the next scan tries that job again
-    monkeypatch.setattr(runner, "analyze_job", _real_analyze_job)
+    monkeypatch.setattr(batch_job, "analyze_job", _real_analyze_job)
     again = _scan(root, tmp_path / "out", workers=2)
     assert again["analyzed"]["jobs"] == 1  # type: ignore[index]
 
@@ -241,21 +243,29 @@ def test_each_row_says_what_crashlens_analyze_says_of_that_job(tmp_path: Path) -
             assert row["confidence"] == pytest.approx(report.causes[0].confidence), row["job"]
 
 
-def _hangs_on_job_2(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
-    if job.rel.endswith("job-002"):
-        time.sleep(60)  # a pathological input: the scan must not wait for it
-    return _real_analyze_job(job, root, backend)
-
-
 def test_a_job_that_never_finishes_is_stopped_and_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _archive(tmp_path / "archive")
-    monkeypatch.setattr(runner, "analyze_job", _hangs_on_job_2)
-    summary = _scan(root, tmp_path / "out", workers=2, job_timeout=3.0)
-    rows = {r["job"]: r for r in pl.read_parquet(tmp_path / "out" / "jobs.parquet").to_dicts()}
+    jobs = list(discover_jobs(root, None))
+    # The pool's clock, shared with its forked workers: only the hanging job moves it, so no
+    # healthy job can ever look overdue, however slow the machine.
+    clock = multiprocessing.get_context("fork").Value("d", 0.0)
+
+    def hangs_on_job_2(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
+        if job.rel.endswith("job-002"):
+            with clock.get_lock():
+                clock.value += 3600.0  # an hour goes by, as far as the pool can tell
+            threading.Event().wait()  # and the job never returns
+        return _real_analyze_job(job, root, backend)
+
+    monkeypatch.setattr(batch_job, "analyze_job", hangs_on_job_2)
+    runner = Runner(str(root), 2, job_timeout=600.0, clock=lambda: clock.value, poll=0.05)
+    rows = {row.job: row for row in runner.run(jobs)}
     assert len(rows) == 6
-    assert "timed out" in rows["2024-03/job-002"]["reason"]
-    assert rows["2024-03/job-001"]["verdict"] == "gpu_oom"
-    assert rows["2024-04/job-004"]["verdict"] == "hardware"
-    assert summary["jobs"]["unreadable"] == 1  # type: ignore[index]
+    assert rows["2024-03/job-002"].reason == (
+        "analysis timed out: still running after 600 s (--job-timeout)"
+    )
+    assert rows["2024-03/job-001"].verdict == "gpu_oom"
+    assert rows["2024-04/job-004"].verdict == "hardware"
+    assert sum(row.reason is not None for row in rows.values()) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from crashlens.batch.jobs import JobSpec
 from crashlens.model import Verdict
 
 
@@ -56,6 +57,17 @@ class JobRow:
             data[name] = list(data[name])
         data["gpu_details"] = [dict(item) for item in self.gpu_details]
         return data
+
+    @classmethod
+    def for_job(cls, job: JobSpec, reason: str | None = None) -> JobRow:
+        """A row that names `job` (path, newest mtime, file count, bytes), nothing analyzed yet."""
+        return cls(
+            job=job.rel,
+            job_mtime=job.mtime_ns / 1e9 if job.files else None,
+            files=len(job.files),
+            bytes=job.size,
+            reason=reason,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobRow:

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from crashlens.batch import cache
 from crashlens.batch.jobs import JobSpec, discover_jobs
+from crashlens.batch.pool import Runner
 from crashlens.batch.row import JobRow
-from crashlens.batch.runner import Runner
 from crashlens.batch.summary import SummaryBuilder
 from crashlens.match.rules import shipped_rules
 

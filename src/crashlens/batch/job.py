@@ -1,0 +1,191 @@
+"""`analyze_job`: one job of an archive, analyzed as `crashlens analyze` would, as one row.
+
+A pure function of the job's files and the shipped rule library and model: it runs the
+pipeline (`pipeline.analyze_inputs` then `pipeline.build_report`) and boils the report down to
+one `JobRow`: verdict, confidence, the lead line and its fingerprint, the hosts and GPUs
+implicated, when the failure happened. It never raises: a job that cannot be read or analyzed
+is a row with a `reason`. A distributed engine can map it over a cluster unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from crashlens.batch.fingerprint import fingerprint, normalize
+from crashlens.batch.hotspots import failure_host, implicated
+from crashlens.batch.jobs import JobSpec
+from crashlens.batch.row import JobRow
+from crashlens.decide.classifier import shipped_model
+from crashlens.match.rules import shipped_rules
+from crashlens.model import (
+    Category,
+    Fact,
+    Hit,
+    InputState,
+    Report,
+    Role,
+    Verdict,
+)
+from crashlens.parsers.launcher import GLOG_YEAR
+from crashlens.pipeline import AnalyzeOptions, analyze_inputs, build_report
+
+EPOCH_MIN = 946_684_800.0
+"""Timestamps below 2000-01-01 are seconds since boot (raw dmesg), not wall-clock time."""
+MAX_SKIPPED_LISTED = 5
+
+
+def analyze_job(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
+    """Analyze one job's files, as `crashlens analyze` would, into one row. Never raises."""
+    started = time.perf_counter()
+    row = JobRow.for_job(job)
+    if job.reason is not None or not job.inputs:
+        row.reason = job.reason or "no files"
+    else:
+        try:
+            _analyze_into(row, job, root, backend)
+        except MemoryError:
+            row.reason = "analysis failed: out of memory"
+        except Exception as error:  # a bug must cost one row, not the scan
+            row.reason = f"analysis failed: {type(error).__name__}: {error}"
+    row.seconds = round(time.perf_counter() - started, 4)
+    return row
+
+
+def _analyze_into(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
+    rules = shipped_rules()
+    analyses = analyze_inputs(job.inputs, AnalyzeOptions(backend=backend), rules)
+    prefix = root.rstrip(os.sep) + os.sep
+
+    def shown(path: str) -> str:
+        return path[len(prefix) :] if path.startswith(prefix) else path
+
+    skipped = [a.status for a in analyses if a.status.status is InputState.SKIPPED]
+    row.skipped = [f"{shown(s.path)}: {s.reason}" for s in skipped[:MAX_SKIPPED_LISTED]]
+    if len(skipped) == len(analyses):
+        reasons = "; ".join(row.skipped[:3]) or "no input"
+        row.reason = f"nothing could be analyzed ({reasons})"
+        return
+    report = build_report(analyses, rules, shipped_model())  # as `crashlens analyze` does
+    row.verdict = report.verdict.value
+    top = report.causes[0] if report.causes and report.verdict is not Verdict.NONE else None
+    if top is not None:
+        row.confidence = top.confidence
+        row.summary = top.summary
+        row.rules = sorted({e.rule for e in top.evidence if e.rule})
+    faults = implicated(analyses)
+    row.hardware_hosts = list(faults.hosts)
+    row.gpu_details = list(faults.gpus)
+    row.gpus = [str(gpu["label"]) for gpu in faults.gpus]
+    if report.verdict is Verdict.NONE:
+        return
+    facts = [item for analysis in analyses for item in analysis.facts]
+    lead = report.lead
+    if lead is not None:
+        rule, signature = lead.rule, normalize(lead.text, lead.host)
+        line = f":{lead.line}" if lead.line is not None else ""
+        row.evidence = f"{shown(lead.path)}{line}: {lead.text}"
+    else:
+        rule, signature = _unmatched_signature(facts, report.first_failure_rank)
+    row.signature = signature
+    row.fingerprint = fingerprint(report.verdict, rule, signature)
+    hosts: dict[str, None] = {}
+    if top is not None:
+        hosts.update((e.host, None) for e in top.evidence if e.host)
+    first_host = failure_host(analyses)
+    if first_host:
+        hosts.setdefault(first_host, None)
+    hosts.update((h, None) for h in faults.hosts)
+    row.hosts = list(hosts)
+    hits = [hit for analysis in analyses for hit in analysis.hits]
+    row.first_failure_at = _first_failure_at(
+        report, hits, facts, top.category if top else None, row.job_mtime
+    )
+
+
+def _unmatched_signature(facts: Sequence[Fact], first_rank: int | None) -> tuple[str | None, str]:
+    """What names a failure no rule matched: (what it was read from, normalized text).
+
+    The job's fatal Python exception (on the rank that failed first, when known), else how it
+    exited; so jobs that died of the same unmatched error still fall into one group.
+    """
+    exceptions = [f for f in facts if f.key == "python.exception"]
+    on_rank = [f for f in exceptions if first_rank is not None and f.attr("rank") == first_rank]
+    chosen = on_rank or exceptions
+    if chosen:
+        last = max(chosen, key=lambda f: f.lineno or 0)
+        return "python.exception", normalize(str(last.value))
+    for key in ("launcher.signal", "launcher.exit_code", "docker.exit_code"):
+        for item in facts:
+            if item.key == key:
+                return key, f"{key}={item.value}"
+    return None, "no failure line matched"
+
+
+def _epoch(value: float | None) -> float | None:
+    return value if value is not None and value >= EPOCH_MIN else None
+
+
+def _yearless(value: float) -> bool:
+    """A glog time (month and day only), which the launcher parser puts in GLOG_YEAR."""
+    return datetime.fromtimestamp(value, UTC).year == GLOG_YEAR
+
+
+def _rebase(value: float, reference: float) -> float:
+    """Put a yearless time in the year of `reference` (the year before, if it would be later)."""
+    when = datetime.fromtimestamp(value, UTC)
+    year = datetime.fromtimestamp(reference, UTC).year
+    for candidate in (year, year - 1):
+        try:
+            moved = when.replace(year=candidate)
+        except ValueError:  # 29 February
+            moved = when.replace(year=candidate, day=28)
+        if moved.timestamp() <= reference + 86400 or candidate != year:
+            return moved.timestamp()
+    return value  # pragma: no cover
+
+
+def _first_failure_at(
+    report: Report,
+    hits: Sequence[Hit],
+    facts: Sequence[Fact],
+    category: Category | None,
+    mtime: float | None,
+) -> float | None:
+    """Epoch seconds of the first failure line, when the logs carry wall-clock time.
+
+    In order: the report's first failure; torchelastic's root-cause time; the earliest timed
+    line of the top cause; the earliest timed failure line. A glog time has no year: it gets
+    the year of a dated line of the job, else of the job's newest file.
+    """
+    elastic = None
+    for item in facts:
+        when = item.attr("time") if item.key == "launcher.first_failure" else None
+        if isinstance(when, str):
+            elastic = _parse_time(when)
+            break
+    failures = [h for h in hits if h.role is not Role.CONTEXT and _epoch(h.timestamp)]
+    dated = [h.timestamp for h in failures if h.timestamp and not _yearless(h.timestamp)]
+    reference = min(dated) if dated else elastic if elastic is not None else mtime
+    first = _epoch(report.first_failure.timestamp) if report.first_failure else None
+    own = [h.timestamp for h in failures if h.category is category and h.timestamp]
+    every = [h.timestamp for h in failures if h.timestamp]
+    for value in (first, elastic, min(own, default=None), min(every, default=None)):
+        if value is None:
+            continue
+        if not _yearless(value):
+            return value
+        return _rebase(value, reference) if reference is not None else None
+    return None
+
+
+def _parse_time(text: str) -> float | None:
+    """torchelastic's `2024-03-20_12:55:16` (local time of the node; read as UTC)."""
+    for layout in ("%Y-%m-%d_%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            return datetime.strptime(text.strip(), layout).replace(tzinfo=UTC).timestamp()
+        except ValueError:
+            continue
+    return None
