@@ -1,0 +1,225 @@
+"""The shapes the redactor looks for: secrets, personal values, host names, pseudonyms.
+
+Compiled patterns, small constants and two address checks; what each match becomes is decided
+in `crashlens.redact.replacements`. The fragments several patterns share (`_HOST_TOKEN`,
+`_UUID`, ...) are written once here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Final
+
+from crashlens.redact.vocabulary import FILE_SUFFIXES, TLDS
+
+# --- pseudonyms -------------------------------------------------------------------------------
+
+KINDS: Final = (
+    "host",
+    "ip",
+    "mac",
+    "user",
+    "email",
+    "account",
+    "instance",
+    "gpu-uuid",
+    "serial",
+    "secret",
+)
+"""Pseudonym prefixes, in the order the mapping lists them."""
+
+PSEUDONYM_RE: Final = re.compile(r"(?<![\w-])(?:" + "|".join(KINDS) + r")-\d+(?![\w-])")
+"""A value the redactor wrote: never redacted again (redaction is idempotent)."""
+PSEUDO_START: Final = re.compile(r"(?:" + "|".join(KINDS) + r")-\d+(?![\w-])")
+"""A value that starts with a pseudonym (matched at the start, not searched)."""
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_FQDN = rf"{_LABEL}(?:\.{_LABEL})*\.(?:{'|'.join(TLDS)})"
+_HOST_TOKEN = r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9](?:\[[\d,-]+\])?|[A-Za-z0-9]"
+_UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+
+FILE_SUFFIX: Final = re.compile(r"\.(?:" + "|".join(FILE_SUFFIXES) + r")$", re.IGNORECASE)
+"""A name that ends like a file (`train.py`), so it is not a host."""
+WORD: Final = re.compile(r"[A-Za-z_]+")
+IP_SEPARATOR: Final = re.compile(r"[:.]")
+
+# --- secrets --------------------------------------------------------------------------------
+
+PEM = re.compile(
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"
+    r"(?:(.*?)(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)|([^\n\"']*))",
+    re.DOTALL,
+)
+"""A private key block: the markers stay (a key was there), the body goes."""
+TOKENS = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"hf_[A-Za-z0-9]{8,}"  # Hugging Face
+    r"|api_org_[A-Za-z0-9]{8,}"
+    r"|sk-(?:proj-|svcacct-|admin-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{16,}"  # OpenAI, Anthropic
+    r"|gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{8,}"  # GitHub
+    r"|(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{8,}"  # AWS key ids
+    r"|AIza[0-9A-Za-z_-]{20,}"  # GCP API key
+    r"|ya29\.[0-9A-Za-z_-]{10,}"  # GCP OAuth access token
+    r"|1//0[0-9A-Za-z_-]{20,}"  # GCP OAuth refresh token
+    r"|xox[abposre]-[0-9A-Za-z-]{8,}|xapp-\d-[0-9A-Za-z-]{8,}"  # Slack
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
+    r"|glpat-[0-9A-Za-z_-]{8,}"  # GitLab
+    r"|npm_[A-Za-z0-9]{20,}"
+    r"|org-[A-Za-z0-9]{20,}"  # OpenAI organization id
+    r")"
+)
+SLACK_HOOK = re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)([A-Za-z0-9/_-]+)")
+URL_USERINFO = re.compile(
+    r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://)(?P<user>[^\s/@:?#\"'<>]*)"
+    r"(?::(?P<pw>[^\s/@?#\"'<>]*))?@(?=[\w\[])"
+)
+URL_QUERY = re.compile(
+    r"(?i)([?&;](?:access_token|id_token|refresh_token|token|api_key|apikey|key|sig|signature|"
+    r"password|pass|secret|client_secret|code|auth|x-amz-signature|x-amz-credential|"
+    r"x-amz-security-token|x-goog-signature|x-goog-credential|se|sv)=)([^&\s\"'#<>]+)"
+)
+AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?:bearer|basic|token|digest|apikey|negotiate|aws4-hmac-sha256)\s+)?)"
+    r"([^\s\"',;]+(?:,\s*(?:SignedHeaders|Signature)=[^\s\"',;]+)*)"
+)
+ALWAYS_SECRET = re.compile(r"password|passwd|pwd|passphrase|secret", re.IGNORECASE)
+"""A secret name that holds a secret whatever its value looks like (`pwd=abc`)."""
+_SECRET_NAME = (
+    r"(?:[A-Za-z0-9]+[_.-])*(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|"
+    r"access[_-]?key(?:[_-]?id)?|secret[_-]?(?:access[_-]?)?key|private[_-]?key(?:[_-]?id)?|"
+    r"credentials?|client[_-]?secret|session[_-]?token|auth|auth[_-]?token|"
+    r"webhook(?:[_-]?url)?|signing[_-]?key|dsn|world_info)"
+)
+KEY_VALUE = re.compile(
+    rf"(?i)(?<![A-Za-z0-9_.-])(?P<name>{_SECRET_NAME})(?P<sep>[\"']?\s*(?:=|:)\s*|\\\"\s*:\s*)"
+    r"(?P<value>\\\"(?:[^\\]|\\[^\"])*?\\\"|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'<>)\]}]+)"
+)
+CLI_FLAG = re.compile(
+    rf"(?i)(--(?P<name>{_SECRET_NAME})(?:=|\s+))(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)"
+)
+NOT_SECRET_NAMES = re.compile(
+    r"(?i)^(?:pad|eos|bos|unk|sep|cls|mask|start|end|image|video|audio|chat|special|"
+    r"decoder_start|additional_special|max|num|total|n|use|hub|allow|trust_remote)[_.-]token$"
+    r"|^(?:use_auth|.*_file|.*_path|.*_dir)$"
+)
+WANDB_LOGIN = re.compile(r"(?i)(\bwandb\s+login\s+(?:--\S+\s+)*)([A-Za-z0-9_-]{20,})")
+NETRC = re.compile(r"(?i)(\bmachine\s+\S+\s+login\s+)(\S+)(\s+password\s+)(\S+)")
+HIGH_ENTROPY = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{40,}={0,2}(?![A-Za-z0-9+/=_-])")
+PLACEHOLDER = re.compile(
+    r"^(?:|\*+|x+|X+|\.\.\.|…|none|null|nil|true|false|redacted|\[redacted\]|<[^>]*>|"
+    r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{[^}]*\}\}|%\([^)]*\)s|\{[a-z_]*\}|n/a)$",
+    re.IGNORECASE,
+)
+
+# --- personal values --------------------------------------------------------------------------
+
+EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}"
+    r"(?![A-Za-z0-9-])"
+)
+AWS_ACCOUNT = re.compile(
+    r"(arn:aws[\w-]*:[\w-]+:[\w-]*:)(\d{12})(?=:)"
+    r"|(?<!\d)(\d{12})(?=\.dkr\.ecr\.)"
+    r"|(?i:(\b(?:aws[_-]?)?account(?:[_ -]?id)?[\"']?\s*[:=]\s*[\"']?))(\d{12})(?!\d)"
+)
+GCP_PROJECT = re.compile(
+    r"(\bprojects/)([a-z][a-z0-9-]{4,28}[a-z0-9])(?=[/\s\"']|$)"
+    r"|(\bgcr\.io/|-docker\.pkg\.dev/)([a-z][a-z0-9-]{4,28}[a-z0-9])(?=/)"
+    r"|(?i:(\b(?:gcp_|google_cloud_)?project(?:[_-]?id)?[\"']?\s*[:=]\s*[\"']?))"
+    r"([a-z][a-z0-9-]{4,28}[a-z0-9])(?![\w-])"
+)
+AZURE_ID = re.compile(
+    rf"(?i)(\b(?:subscriptions/|(?:subscription|tenant|vm|client|object)[_-]?id[\"']?\s*[:=/]\s*"
+    rf"[\"']?))({_UUID})"
+)
+INSTANCE = re.compile(
+    r"(?<![\w-])(i-[0-9a-f]{17}|i-[0-9a-f]{8})(?![\w-])"
+    r"|(?i:(\binstance[_-]?id[\"']?\s*[:=]\s*[\"']?))([\w-]{8,})"
+)
+GPU_UUID = re.compile(rf"\b(?:GPU|MIG)-{_UUID}\b")
+SERIAL = re.compile(
+    r"(?i)(\b(?:board[_ ]|system[_ ]|chassis[_ ])?serial(?:[_ ]?(?:number|num|no))?"
+    r"[\"']?\s*[:=]\s*[\"']?|<serial>\s*)([A-Za-z0-9][A-Za-z0-9-]{4,})"
+)
+GPU_CSV_LINE = re.compile(r"(?m)^(?=[^\n]*,)(?=[^\n]*(?:GPU-|NVIDIA|Tesla))[^\n]*")
+"""A line of `nvidia-smi --query-gpu --format=csv` output, where serials stand bare."""
+CSV_NUMBER = re.compile(r"(?:(?<=,)|(?<=^))\s*(\d{10,16})\s*(?=,|$)")
+MAC = re.compile(
+    r"(?<![0-9A-Fa-f:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4,18}"
+    r"(?![0-9A-Fa-f:-])"
+)
+IPV6_RUN = re.compile(r"(?<![0-9A-Fa-f:.])[0-9A-Fa-f:.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*(%[\w.-]+)?")
+"""A run of hex digits, colons and dots holding 2+ colons; the address is its longest valid tail
+(NCCL writes `ib0:fd00::18`, so the run can start inside an interface name)."""
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+IPV4 = re.compile(rf"(?<![\w.])((?:{_OCTET}\.){{3}}{_OCTET})(?![\w]|\.\d)")
+VERSION_BEFORE = re.compile(r"(?i)(?:version|ver|v|release|driver)\s*[:=]?\s*$")
+KEEP_IPS = frozenset({"0.0.0.0", "127.0.0.1", "255.255.255.255", "::", "::1"})
+"""Addresses that name no machine: kept as they are."""
+
+
+def is_ip(value: str) -> bool:
+    """Whether `value` is an IPv4 or IPv6 address (an IPv6 zone `%ib0` allowed)."""
+    try:
+        ipaddress.ip_address(value.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def ip_key(value: str) -> str:
+    """The address written one way (`fd00:0::18` and `fd00::18` get one pseudonym)."""
+    return str(ipaddress.ip_address(value.split("%", 1)[0]))
+
+
+HOME = re.compile(
+    r"((?:/home|/Users|/usr/home|/export/home|/u|/scratch|/mnt/home)/|[A-Za-z]:(?:\\\\|\\)Users"
+    r"(?:\\\\|\\)|~)([A-Za-z_][A-Za-z0-9._-]{0,31})(?=[/\\\s\"':,)\]]|$)"
+)
+USER_CONTEXT = re.compile(
+    r"(\b(?:USER|LOGNAME|USERNAME|SUDO_USER|SLURM_JOB_USER|PBS_O_LOGNAME|HF_USER|"
+    r"JUPYTERHUB_USER|GIT_AUTHOR_NAME|GIT_COMMITTER_NAME)[\"']?\s*[=:]\s*[\"']?"
+    r"|(?i:\buser(?:[_ ]?name)?[\"']?\s*[=:]\s*[\"']?)"
+    r"|\bUserId=|\buid=\d+\(|\bgid=\d+\(|\bfor user |\bowned by (?:user )?)"
+    r"([A-Za-z_][A-Za-z0-9._-]{0,31})(?![\w.:-])"
+)
+CURL_USER = re.compile(r"((?:\s-u\s*|--user[= ]|--username[= ])[\"']?)([^\s:\"']+):([^\s\"']+)")
+LS_OWNER = re.compile(
+    r"(?m)^([-dlcbps][rwxsStT-]{9}[.+@]?\s+\d+\s+)([A-Za-z_][\w.-]*)(\s+)([A-Za-z_][\w.-]*)(?=\s+\d)"
+)
+USER_AT_HOST = re.compile(
+    r"(?<![\w.@/-])([a-z_][a-z0-9_.-]{0,31})@([A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])(?![\w.@-])"
+)
+
+# --- host names -------------------------------------------------------------------------------
+
+NCCL_HOST = re.compile(rf"(?m)(^|[\s\]>|])({_HOST_TOKEN})(?=:\d+:\d+ \[\d+\])")
+SYSLOG_HOST = re.compile(
+    r"(?m)^((?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)"
+    rf" )({_HOST_TOKEN})(?= (?:kernel|systemd|[\w./-]+(?:\[\d+\])?):)"
+)
+PREFIX_HOST = re.compile(r"(?m)^([ \t]*+)([a-z][a-z0-9-]*+)(?=: )")
+KV_HOST = re.compile(
+    r"(?i)(\b(?:host[ _-]?name|hostname|host|node[ _-]?name|nodename|master[_ -]?addr(?:ess)?|"
+    r"slurmd_nodename|slurm_nodelist|slurm_job_nodelist|nodelist|batchhost|alloc_node|"
+    r"slurm_topology_addr|rdzv[_-]?endpoint|k8s_node|node_ip|pod_ip|host_ip)[\"']?"
+    r"\s*[=:]\s*[\"']?|--(?:master[_-]addr|rdzv[_-]endpoint|host|hostname|node)[= ])"
+    rf"({_HOST_TOKEN})"
+)
+PROSE_HOST = re.compile(
+    r"(?i)(\b(?:on|from|to|at|of) (?:host|node|machine|server) |\bconnect to host "
+    r"|\bresolve host(?:name)?:? |\bunknown host:? |\bconnect to \(|\bconnect to \[|"
+    r"\bconnecting to |\bconnection to |\bhostfile\s+|virtualMachines/|\bpdsh@)"
+    rf"({_HOST_TOKEN})"
+)
+HOST_PORT = re.compile(r"(?<![\w.:/@-])\[?([A-Za-z][A-Za-z0-9-]*+)\]?(?=:\d{2,5}\b)")
+HOSTFILE = re.compile(r"(?m)^(\s*)([A-Za-z0-9][\w.-]*)(?=\s+slots\s*=)")
+AWS_HOST = re.compile(r"(?<![\w-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[\w.-]+)?(?![\w-])")
+FQDN_RE = re.compile(rf"(?i)(?<![\w.@-])(?:(?<=://)|(?<!/)){_FQDN}(?![\w-]|\.\w)")
+NOT_HOST = re.compile(
+    r"(?i)^(?:rank|local_rank|node_rank|worker|cuda|device|gpu|step|epoch|iter|c10d|utf-8|"
+    r"x86-64|x86_64|sha\d+|md5|http|https|tcp|udp|file|line|pid|tid|port|nccl|mlx5|eth|ib|"
+    r"sm_?\d+|compute|error|warning|info|debug|o2ib|tcp|rdma|verbs)\d*$"
+)

@@ -1,0 +1,375 @@
+"""What each secret or personal value becomes: one ordered table of (kind, pattern, replace).
+
+`REPLACEMENTS` is applied top to bottom to every string, each row's pattern substituted over
+the output of the row before. The order is part of the behaviour:
+
+* secrets first: a password inside a URL, a header or a `key=value` goes whole, before the
+  user, host and address rows take pieces of it;
+* e-mail addresses before hosts, or the domain would be taken alone;
+* IPv6 before IPv4, so `::ffff:10.0.0.1` is one address;
+* users before hosts, and host shapes from the most specific (NCCL's `host:pid:tid`, syslog)
+  to the loosest (any fully qualified name).
+
+A replace function gets the `Redactor` (which assigns pseudonyms and learns hosts and users)
+and the match. Most keep the context that found the value (group 1) and replace only the
+value (group 2): `_prefixed` builds those.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, TypeAlias
+
+from crashlens.redact import patterns as p
+from crashlens.redact.vocabulary import is_public
+
+if TYPE_CHECKING:
+    from crashlens.redact.redactor import Redactor
+
+Replace: TypeAlias = Callable[["Redactor", re.Match[str]], str]
+Value: TypeAlias = Callable[["Redactor", str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """One row of the table: what `pattern` finds is rewritten by `replace`."""
+
+    kind: str
+    """The pseudonym kind the row writes (a `user:password` row writes a user and a secret)."""
+    pattern: re.Pattern[str]
+    replace: Replace
+
+
+# --- values --------------------------------------------------------------------------------
+
+
+def _secret(redactor: Redactor, value: str) -> str:
+    return redactor.pseudonym("secret", value)
+
+
+def _keep_or_secret(redactor: Redactor, value: str) -> str:
+    """A secret, unless it is a placeholder (`<token>`, `${HF_TOKEN}`, `***`) or a pseudonym."""
+    if p.PLACEHOLDER.match(value) or p.PSEUDO_START.match(value):
+        return value
+    return _secret(redactor, value)
+
+
+def _user(redactor: Redactor, user: str) -> str:
+    if p.PSEUDO_START.match(user):
+        return user
+    return redactor.learn_user(user) or user
+
+
+def _host(redactor: Redactor, name: str) -> str:
+    if p.PSEUDO_START.match(name):
+        return name
+    return redactor.learn_host(name) or name
+
+
+def _account(redactor: Redactor, value: str) -> str:
+    return redactor.learn_account(value)
+
+
+def _lower_account(redactor: Redactor, value: str) -> str:
+    return redactor.learn_account(value.lower())
+
+
+def _prefixed(value: Value) -> Replace:
+    """Keep group 1 (the context that found the value), replace group 2 by `value`."""
+
+    def replace(redactor: Redactor, match: re.Match[str]) -> str:
+        return match.group(1) + value(redactor, match.group(2))
+
+    return replace
+
+
+def _whole(value: Value) -> Replace:
+    """Replace the whole match by `value`."""
+
+    def replace(redactor: Redactor, match: re.Match[str]) -> str:
+        return value(redactor, match.group(0))
+
+    return replace
+
+
+# --- secrets --------------------------------------------------------------------------------
+
+
+def _pem(redactor: Redactor, match: re.Match[str]) -> str:
+    body = match.group(2) if match.group(3) else match.group(4)
+    if not body or not body.strip(" \\n\r\t"):
+        return match.group(0)
+    return f"{match.group(1)}{_secret(redactor, body)}{match.group(3) or ''}"
+
+
+def _url_userinfo(redactor: Redactor, match: re.Match[str]) -> str:
+    user, password = match.group("user"), match.group("pw")
+    if not user and not password:
+        return match.group(0)
+    if password is None:
+        # a lone userinfo: a token (long, mixed) or a user name
+        looks_secret = len(user) >= 16 and any(c.isdigit() for c in user)
+        shown = _secret(redactor, user) if looks_secret else _user(redactor, user)
+        return f"{match.group('scheme')}{shown}@"
+    shown_user = _user(redactor, user) if user else ""
+    return f"{match.group('scheme')}{shown_user}:{_keep_or_secret(redactor, password)}@"
+
+
+def _netrc(redactor: Redactor, match: re.Match[str]) -> str:
+    login, password = _user(redactor, match.group(2)), _secret(redactor, match.group(4))
+    return match.group(1) + login + match.group(3) + password
+
+
+def _key_value(redactor: Redactor, match: re.Match[str]) -> str:
+    name, value = match.group("name"), match.group("value")
+    if p.NOT_SECRET_NAMES.match(name):
+        return match.group(0)
+    quote = ""
+    inner = value
+    for q in ('\\"', '"', "'"):
+        if len(value) >= 2 * len(q) and value.startswith(q) and value.endswith(q):
+            quote, inner = q, value[len(q) : -len(q)]
+            break
+    if p.PLACEHOLDER.match(inner) or p.PSEUDO_START.match(inner):
+        return match.group(0)
+    always = p.ALWAYS_SECRET.search(name) is not None
+    if not always and (len(inner) < 6 or inner.isdigit() and len(inner) < 10):
+        return match.group(0)
+    if not always and p.WORD.fullmatch(inner) and inner.islower():
+        return match.group(0)  # `auth: required`, `token: missing`: words, not values
+    return f"{name}{match.group('sep')}{quote}{_secret(redactor, inner)}{quote}"
+
+
+def _cli_flag(redactor: Redactor, match: re.Match[str]) -> str:
+    name, value = match.group("name"), match.group("value")
+    if p.NOT_SECRET_NAMES.match(name) or value.startswith("-"):
+        return match.group(0)
+    inner = value.strip("\"'")
+    if p.PLACEHOLDER.match(inner) or p.PSEUDO_START.match(inner) or inner.isdigit():
+        return match.group(0)
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"{match.group(1)}{quote}{_secret(redactor, inner)}{quote}"
+
+
+def _entropy(redactor: Redactor, match: re.Match[str]) -> str:
+    value = match.group(0)
+    body = value.rstrip("=")
+    if "/" in body and all(len(part) < 24 for part in body.split("/")):
+        return value  # a path, not a base64 blob
+    upper = sum(c.isupper() for c in body)
+    lower = sum(c.islower() for c in body)
+    digits = sum(c.isdigit() for c in body)
+    n = len(body)
+    if upper >= 0.15 * n and lower >= 0.15 * n and digits >= 0.04 * n:
+        return _secret(redactor, value)
+    return value
+
+
+# --- e-mail, cloud, GPUs --------------------------------------------------------------------
+
+
+def _email(redactor: Redactor, match: re.Match[str]) -> str:
+    value = match.group(0)
+    local, domain = value.rsplit("@", 1)
+    if p.PSEUDO_START.fullmatch(local) or p.PSEUDONYM_RE.search(local):
+        return f"{local}@{domain if is_public(domain) else _host(redactor, domain)}"
+    if value.lower().startswith(("git@", "noreply@")) and is_public(domain):
+        return value
+    return redactor.pseudonym("email", value, value.lower())
+
+
+def _aws_account(redactor: Redactor, match: re.Match[str]) -> str:
+    if match.group(2):
+        return match.group(1) + _account(redactor, match.group(2))
+    if match.group(3):
+        return _account(redactor, match.group(3))
+    return match.group(4) + _account(redactor, match.group(5))
+
+
+def _gcp_project(redactor: Redactor, match: re.Match[str]) -> str:
+    for prefix, value in ((1, 2), (3, 4), (5, 6)):
+        if match.group(value):
+            if p.PSEUDO_START.match(match.group(value)):
+                return match.group(0)
+            return match.group(prefix) + _account(redactor, match.group(value))
+    return match.group(0)
+
+
+def _instance(redactor: Redactor, match: re.Match[str]) -> str:
+    if match.group(1):
+        return redactor.pseudonym("instance", match.group(1))
+    value = match.group(3)
+    if p.PSEUDO_START.match(value):
+        return match.group(0)
+    return match.group(2) + redactor.pseudonym("instance", value)
+
+
+def _csv_serials(redactor: Redactor, match: re.Match[str]) -> str:
+    def serial(number: re.Match[str]) -> str:
+        return number.group(0).replace(
+            number.group(1), redactor.pseudonym("serial", number.group(1))
+        )
+
+    return p.CSV_NUMBER.sub(serial, match.group(0))
+
+
+def _gpu_uuid(redactor: Redactor, match: re.Match[str]) -> str:
+    return redactor.pseudonym("gpu-uuid", match.group(0), match.group(0).lower())
+
+
+def _serial(redactor: Redactor, match: re.Match[str]) -> str:
+    value = match.group(2)
+    if p.PSEUDO_START.match(value) or value.lower() in ("not", "none", "unknown"):
+        return match.group(0)
+    return match.group(1) + redactor.pseudonym("serial", value)
+
+
+# --- addresses ------------------------------------------------------------------------------
+
+
+def _mac(redactor: Redactor, match: re.Match[str]) -> str:
+    value = match.group(0)
+    if set(value.lower()) <= {"0", ":", "-"} or set(value.lower()) <= {"f", ":", "-"}:
+        return value
+    return redactor.pseudonym("mac", value, value.lower().replace("-", ":"))
+
+
+def _ipv6(redactor: Redactor, match: re.Match[str]) -> str:
+    whole = match.group(0)
+    after = match.string[match.end() : match.end() + 1]
+    if after and (after.isalnum() or after == "_"):
+        return whole  # `c10d::Error`, `caffe2::Tensor`: C++ scopes, not addresses
+    zone = match.group(1) or ""
+    run = whole[: len(whole) - len(zone)].rstrip(".")
+    tail = whole[len(run) :]
+    if len(run) > 256:
+        return whole  # no address is this long: a hex dump, not worth the search
+    starts = [0] + [
+        i + 1
+        for i, c in enumerate(run)
+        if c == ":" and run[i + 1 : i + 2] != ":" and (i == 0 or run[i - 1] != ":")
+    ]
+    for start in starts:
+        candidate = run[start:]
+        groups = [g for g in p.IP_SEPARATOR.split(candidate) if g]
+        if len(groups) >= 2 and ":" in candidate and p.is_ip(candidate):
+            if candidate in p.KEEP_IPS:
+                return whole
+            pseudonym = redactor.pseudonym("ip", candidate, p.ip_key(candidate))
+            keep_zone = tail if not zone else tail.replace(zone, "", 1)
+            return run[:start] + pseudonym + keep_zone
+    return whole
+
+
+def _ipv4(redactor: Redactor, match: re.Match[str]) -> str:
+    value = match.group(1)
+    if value in p.KEEP_IPS or value.startswith("127."):
+        return value
+    if p.VERSION_BEFORE.search(match.string[max(0, match.start() - 12) : match.start()]):
+        return value
+    return redactor.pseudonym("ip", value, value)
+
+
+# --- users ----------------------------------------------------------------------------------
+
+
+def _curl_user(redactor: Redactor, match: re.Match[str]) -> str:
+    user, password = _user(redactor, match.group(2)), _keep_or_secret(redactor, match.group(3))
+    return f"{match.group(1)}{user}:{password}"
+
+
+def _home(redactor: Redactor, match: re.Match[str]) -> str:
+    user = match.group(2)
+    if match.group(1) == "~" and not user:
+        return match.group(0)
+    return match.group(1) + _user(redactor, user)
+
+
+def _owner(redactor: Redactor, match: re.Match[str]) -> str:
+    user, group = match.group(2), match.group(4)
+    shown_group = _user(redactor, group) if group == user else group
+    return match.group(1) + _user(redactor, user) + match.group(3) + shown_group
+
+
+def _user_at_host(redactor: Redactor, match: re.Match[str]) -> str:
+    if p.PSEUDO_START.match(match.group(1)):
+        return match.group(0)
+    host = redactor.learn_host(match.group(2)) or match.group(2)
+    return f"{_user(redactor, match.group(1))}@{host}"
+
+
+# --- hosts ----------------------------------------------------------------------------------
+
+
+def _has_digit_or_dash(token: str) -> bool:
+    return any(c.isdigit() or c == "-" for c in token[1:])
+
+
+def _prefix_host(redactor: Redactor, match: re.Match[str]) -> str:
+    if not _has_digit_or_dash(match.group(2)):
+        return match.group(0)  # `error: ...`, `warning: ...`: a word before a colon
+    return match.group(1) + _host(redactor, match.group(2))
+
+
+def _prose_host(redactor: Redactor, match: re.Match[str]) -> str:
+    text, end = match.string, match.end()
+    if text.startswith("://", end) or text.startswith(":/", end):
+        return match.group(0)  # `connecting to https://...`: a URL scheme, not a host
+    return match.group(1) + _host(redactor, match.group(2))
+
+
+def _host_port(redactor: Redactor, match: re.Match[str]) -> str:
+    name = match.group(1)
+    if not _has_digit_or_dash(name):
+        return match.group(0)
+    return match.group(0).replace(name, _host(redactor, name))
+
+
+def _fqdn(redactor: Redactor, match: re.Match[str]) -> str:
+    value = match.group(0)
+    if is_public(value) or p.FILE_SUFFIX.search(value):
+        return value
+    return _host(redactor, value)
+
+
+REPLACEMENTS: Final = (
+    Replacement("secret", p.PEM, _pem),
+    Replacement("secret", p.URL_USERINFO, _url_userinfo),
+    Replacement("secret", p.URL_QUERY, _prefixed(_keep_or_secret)),
+    Replacement("secret", p.SLACK_HOOK, _prefixed(_secret)),
+    Replacement("secret", p.TOKENS, _whole(_secret)),
+    Replacement("secret", p.AUTH_HEADER, _prefixed(_keep_or_secret)),
+    Replacement("secret", p.NETRC, _netrc),
+    Replacement("secret", p.WANDB_LOGIN, _prefixed(_secret)),
+    Replacement("secret", p.KEY_VALUE, _key_value),
+    Replacement("secret", p.CLI_FLAG, _cli_flag),
+    Replacement("secret", p.HIGH_ENTROPY, _entropy),
+    Replacement("email", p.EMAIL, _email),
+    Replacement("account", p.AWS_ACCOUNT, _aws_account),
+    Replacement("account", p.GCP_PROJECT, _gcp_project),
+    Replacement("account", p.AZURE_ID, _prefixed(_lower_account)),
+    Replacement("instance", p.INSTANCE, _instance),
+    Replacement("serial", p.GPU_CSV_LINE, _csv_serials),
+    Replacement("gpu-uuid", p.GPU_UUID, _gpu_uuid),
+    Replacement("serial", p.SERIAL, _serial),
+    Replacement("mac", p.MAC, _mac),
+    Replacement("ip", p.IPV6_RUN, _ipv6),
+    Replacement("ip", p.IPV4, _ipv4),
+    Replacement("user", p.CURL_USER, _curl_user),
+    Replacement("user", p.HOME, _home),
+    Replacement("user", p.USER_CONTEXT, _prefixed(_user)),
+    Replacement("user", p.LS_OWNER, _owner),
+    Replacement("user", p.USER_AT_HOST, _user_at_host),
+    Replacement("host", p.NCCL_HOST, _prefixed(_host)),
+    Replacement("host", p.SYSLOG_HOST, _prefixed(_host)),
+    Replacement("host", p.PREFIX_HOST, _prefix_host),
+    Replacement("host", p.KV_HOST, _prefixed(_host)),
+    Replacement("host", p.PROSE_HOST, _prose_host),
+    Replacement("host", p.HOSTFILE, _prefixed(_host)),
+    Replacement("host", p.HOST_PORT, _host_port),
+    Replacement("host", p.AWS_HOST, _whole(_host)),
+    Replacement("host", p.FQDN_RE, _fqdn),
+)
+"""Every row, in the order applied (see the module docstring for why this order)."""

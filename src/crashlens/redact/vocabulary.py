@@ -1,0 +1,39 @@
+"""The redactor's word lists, kept as data in `vocabulary.toml` beside this module.
+
+The lists say what is *not* personal: system accounts, words too common to be a host name,
+public services, file suffixes; and which last labels make a dotted name a host.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from typing import Final
+
+
+def _load() -> dict[str, list[str]]:
+    text = (
+        resources.files("crashlens.redact").joinpath("vocabulary.toml").read_text(encoding="utf-8")
+    )
+    lists: dict[str, list[str]] = tomllib.loads(text)
+    return lists
+
+
+_LISTS: Final = _load()
+
+SYSTEM_USERS: Final = frozenset(_LISTS["system_users"])
+"""Default or system accounts: not personal, and common words in logs."""
+COMMON_WORDS: Final = frozenset(_LISTS["common_words"])
+"""Words never treated as a learned host name (too common to replace everywhere)."""
+PUBLIC_DOMAINS: Final = tuple(_LISTS["public_domains"])
+"""Public services: naming them says nothing about the user."""
+TLDS: Final = tuple(_LISTS["tlds"])
+"""Last labels of a fully qualified host name, in the order the host regex tries them."""
+FILE_SUFFIXES: Final = tuple(_LISTS["file_suffixes"])
+"""Suffixes that make a dotted name a file, not a host."""
+
+
+def is_public(domain: str) -> bool:
+    """Whether `domain` is one of PUBLIC_DOMAINS or a name under one."""
+    lower = domain.lower().rstrip(".")
+    return any(lower == d or lower.endswith("." + d) for d in PUBLIC_DOMAINS)
