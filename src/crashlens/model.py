@@ -69,7 +69,7 @@ class Category(StrEnum):
 
 
 class Verdict(StrEnum):
-    """A report's verdict (a contract, see report-contract.md): a category, or no cause named.
+    """A report's verdict (a contract, see docs/report-contract.md): a category, or no cause named.
 
     The members mirror `Category` value for value, in the same order, then the two answers
     that name no cause; `Verdict.of(category)` and `Verdict.category` convert between them.

@@ -1,6 +1,6 @@
 """The JSON a failed worker writes to TORCHELASTIC_ERROR_FILE (torch `@record` / ErrorHandler).
 
-Layout (formats.md 4.1): `{"message": {"message": "<Type>: <text>", "extraInfo":
+Layout (docs/formats.md 4.1): `{"message": {"message": "<Type>: <text>", "extraInfo":
 {"py_callstack": "<traceback>", "timestamp": "<epoch s>"}, "errorCode": N?}}`; older or
 hand-written files have a plain string `message` and a top-level `timestamp`. A truncated file
 is read with a tolerant reader that pulls the string fields out one by one.

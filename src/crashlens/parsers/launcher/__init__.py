@@ -1,5 +1,5 @@
 """Launcher output: torchrun / torch.distributed.launch, deepspeed, accelerate, llamafactory-cli,
-plain python, mpirun and slurm job output (formats.md section 4).
+plain python, mpirun and slurm job output (docs/formats.md section 4).
 
 `split_line` strips the prefixes launchers stack in front of a message and records what they say
 (rank, host, a timestamp and its clock: `prefixes.py`). The collector (`collector.py`) only
