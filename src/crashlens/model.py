@@ -56,7 +56,7 @@ class Clock(StrEnum):
 
 
 class Category(StrEnum):
-    """Root-cause categories (a contract, see taxonomy.md)."""
+    """Root-cause categories (a contract, see docs/taxonomy.md)."""
 
     SHM = "shm"
     GPU_OOM = "gpu_oom"
