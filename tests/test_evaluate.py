@@ -9,15 +9,8 @@ from typer.testing import CliRunner
 
 from crashlens.cli import app
 from crashlens.lab.corpus import LABELS, Case, load_cases
-from crashlens.lab.evaluate import (
-    Prediction,
-    evaluate,
-    expected_calibration_error,
-    grep_prediction,
-    grouped_folds,
-    prepare,
-    score,
-)
+from crashlens.lab.evaluate import evaluate, expected_calibration_error, grep_prediction, score
+from crashlens.lab.prepare import Prediction, grouped_folds, prepare
 from crashlens.match.rules import shipped_rules
 from crashlens.model import Verdict
 
