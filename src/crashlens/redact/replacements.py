@@ -5,7 +5,7 @@ the output of the row before. The order is part of the behaviour:
 
 * secrets first: a password inside a URL, a header or a `key=value` goes whole, before the
   user, host and address rows take pieces of it;
-* e-mail addresses before hosts, or the domain would be taken alone;
+* e-mail addresses before users, or `user=carol@corp.org` would lose only its user name;
 * IPv6 before IPv4, so `::ffff:10.0.0.1` is one address;
 * users before hosts, and host shapes from the most specific (NCCL's `host:pid:tid`, syslog)
   to the loosest (any fully qualified name).
