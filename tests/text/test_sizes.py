@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from crashlens.text.sizes import docker_size, human_bytes, human_size, is_human_size, unit_bytes
+from crashlens.text.sizes import (
+    docker_size,
+    human_bytes,
+    human_size,
+    is_human_size,
+    to_bytes,
+    unit_bytes,
+)
 
 
 @pytest.mark.parametrize(
@@ -64,6 +71,27 @@ def test_unit_bytes() -> None:
     assert unit_bytes("G", 1000) == 10**9
     with pytest.raises(KeyError):
         unit_bytes("Q")
+
+
+@pytest.mark.parametrize(
+    ("number", "unit", "expected"),
+    [
+        ("2.00", "GiB", 2 * 1024**3),
+        ("20.00", "MiB", 20 * 1024**2),
+        ("1.5", "KiB", 1536),
+        ("79.10", "GiB", round(79.10 * 1024**3)),
+        ("3", "GB", 3 * 1024**3),  # torch's `GB` is binary as well
+        ("512", "bytes", 512),
+        ("7", "B", 7),
+    ],
+)
+def test_to_bytes_reads_torch_sizes(number: str, unit: str, expected: int) -> None:
+    assert to_bytes(number, unit) == expected
+
+
+def test_to_bytes_rejects_an_unknown_unit() -> None:
+    with pytest.raises(KeyError):
+        to_bytes("1", "PiB")
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,9 @@
-"""Sizes as tools write them (`16gb`, `1.8T`, `460Gi`, `512m`) read into bytes, and bytes shown.
+"""Sizes as tools write them (`16gb`, `1.8T`, `460Gi`, `2.00 GiB`) read into bytes; bytes shown.
 
 Each tool has its own convention, so each has its own reader: docker's units are powers of 1024
 whatever the spelling (`16g`, `16gb`, `16GiB`); df's human sizes are powers of 1024 (`df -h`) or
-of 1000 (`df -H`), which the caller must know. Shown sizes use binary units (`1.0 GiB`), as
-the tools themselves print them.
+of 1000 (`df -H`), which the caller must know; torch prints binary units, `GB` included. Shown
+sizes use binary units (`1.0 GiB`), as the tools themselves print them.
 """
 
 from __future__ import annotations
@@ -62,6 +62,18 @@ def human_size(token: str, block_bytes: int | None = None, si: bool = False) -> 
     if block_bytes is not None and not unit:
         return int(number * block_bytes)
     return int(number * unit_bytes(unit, 1000 if si else 1024))
+
+
+_TORCH_UNITS = {"b": 1, "bytes": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+_TORCH_UNITS |= {"kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
+
+
+def to_bytes(number: str, unit: str) -> int:
+    """`2.00`, `GiB` -> bytes, as torch prints sizes (binary units, `KB` ... `TB` included).
+
+    An unknown unit raises KeyError: the caller's pattern names the units it lets through.
+    """
+    return int(round(float(number) * _TORCH_UNITS[unit.lower()]))
 
 
 def human_bytes(size: float) -> str:

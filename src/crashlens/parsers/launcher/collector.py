@@ -19,12 +19,12 @@ from crashlens.parsers.launcher.messages import (
     SIZE,
     parse_cuda_oom,
     parse_exception,
-    to_bytes,
     version_facts,
 )
 from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
 from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS, SignalLog
 from crashlens.parsers.launcher.tools import TOOL_ANCHOR, TOOLS
+from crashlens.text.sizes import to_bytes
 
 MAX_EXCEPTIONS = 200
 """Distinct exceptions, OOMs, timeouts, NCCL errors and signals kept, each."""

@@ -6,19 +6,13 @@ from __future__ import annotations
 import re
 
 from crashlens.model import FactValue
+from crashlens.text.sizes import to_bytes
 
 EXCEPTION_CHARS = 300
 """Longest exception text kept (the type and the start of the message)."""
 
-_UNITS = {"b": 1, "bytes": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
-_UNITS |= {"kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
 SIZE = r"([0-9]+(?:\.[0-9]+)?) ?([KMGT]i?B|bytes|B)"
 """A size as torch prints it (`2.00 GiB`): two groups, the number and the unit (`to_bytes`)."""
-
-
-def to_bytes(number: str, unit: str) -> int:
-    """`2.00`, `GiB` -> bytes (torch prints binary units)."""
-    return int(round(float(number) * _UNITS[unit.lower()]))
 
 
 _OOM_TRIED = re.compile(r"CUDA out of memory\. Tried to allocate " + SIZE)
