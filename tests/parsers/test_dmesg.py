@@ -647,8 +647,8 @@ def test_repeats_collapse_into_one_fact() -> None:
 
 
 def test_prefix_test_agrees_with_the_splitter_on_every_sample_line() -> None:
-    from crashlens.parsers.dmesg import _has_kernel_prefix, _split_kernel_prefix
+    from crashlens.parsers.dmesg.prefixes import has_kernel_prefix, split_kernel_prefix
 
     for path in sorted((SAMPLES / "dmesg").iterdir()):
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            assert _has_kernel_prefix(line) == (_split_kernel_prefix(line) is not None), line
+            assert has_kernel_prefix(line) == (split_kernel_prefix(line) is not None), line

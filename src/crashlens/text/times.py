@@ -51,8 +51,12 @@ def plausible_time(month: int, day: int, hh: int, mm: int, ss: int) -> bool:
 
 
 def fraction(digits: str | None) -> float:
-    """The value of the digits after a decimal point or comma (`"122"` -> 0.122)."""
-    return int(digits) / 10 ** len(digits) if digits else 0.0
+    """The value of the digits after a decimal point or comma (`"122"` -> 0.122).
+
+    Read as a float literal, not `int(digits) / 10**n` (the same value): `int` refuses more
+    than 4300 digits, and a garbled log may print that many.
+    """
+    return float(f"0.{digits}") if digits else 0.0
 
 
 def zone_seconds(zone: str | None) -> int:

@@ -1,0 +1,534 @@
+"""The kernel log's collector: one handler per anchor, one counted entry per distinct event.
+
+The fact keys are listed in the package docstring. `ANCHORS` (after the class) is the table:
+the scan pattern of each kind of line and the handler it feeds. The OOM killer's multi-line
+report is put together by `OomReader` (`oom.py`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from crashlens.model import Fact, FactValue, Line
+from crashlens.parsers.base import Anchor, AnchoredCollector, fact
+from crashlens.parsers.dmesg.oom import OomReader
+from crashlens.parsers.dmesg.store import (
+    MAX_ENTRIES,
+    PENDING_LINES,
+    Entry,
+    EventStore,
+    Pending,
+    clipped,
+    to_int,
+)
+from crashlens.parsers.dmesg.xid import lookup
+from crashlens.text.ids import GPU_UUID_CHARS, KERNEL_PCI_NAME, PCI_ID, PCI_ID_CHARS, pci_label
+
+_XID = re.compile(rf"NVRM: Xid \((?:PCI:)?({PCI_ID_CHARS})\): (\d+)(?:, (.*))?")
+_XID_PROC = re.compile(r"^pid=([^,]*), name=([^,]*)(?:, ?(.*))?$")
+_XID_CAUSE = re.compile(r"caused by previous Xid (\d+)")
+_NVLINK_FATAL = re.compile(r"\b(Nonfatal|Non-fatal|Fatal)\b")
+_SXID = re.compile(rf"(nvidia-nvswitch\d+): SXid \((?:PCI:)?({PCI_ID_CHARS})\): (\d+),? ?(.*)")
+_GPU_AT = re.compile(rf"NVRM: GPU at PCI:({PCI_ID_CHARS}): ({GPU_UUID_CHARS})")
+_GPU_SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (\S+)")
+_GPU_THE = re.compile(rf"NVRM: The NVIDIA GPU ({PCI_ID_CHARS})")
+_OFF_BUS_PCI = re.compile(rf"NVRM: GPU (?:at )?(?:PCI:)?({PCI_ID})")
+_MISMATCH = re.compile(
+    r"API mismatch: the client has the version (\d+(?:\.\d+)+)"
+    r"(?:, but[ \tNVRM:]*this kernel module has the version (\d+(?:\.\d+)+))?"
+)
+_MODULE_VERSION = re.compile(r"this kernel module has the version (\d+(?:\.\d+)+)")
+_INIT_FAILED = re.compile(
+    rf"NVRM: (?:GPU ({PCI_ID_CHARS}): )?(RmInitAdapter failed!?|rm_init_adapter failed)"
+    r"(?: ?\(([^)\n]*)\))?"
+)
+_PROBE = re.compile(
+    r"NVRM: (The NVIDIA probe routine was not called[^.]*|No NVIDIA devices probed)"
+)
+_MCE_BANK = re.compile(
+    r"mce: \[Hardware Error\]: CPU (\d+): Machine Check[^:]*: \S+ Bank (\d+): (\S+)"
+)
+_MCE_LOGGED = re.compile(r"mce: \[Hardware Error\]: Machine check events logged")
+_GHES_SEVERITY = re.compile(r"\{\d+\}\[Hardware Error\]: +event severity: (\w+)")
+_GHES_SECTION = re.compile(r"\{\d+\}\[Hardware Error\]: +section_type: (.+)")
+_EDAC = re.compile(r"EDAC (?:\w+ )?(MC\d+): (\d+) (CE|UE) (.*?)(?: \(|$)")
+_AER_RECEIVED = re.compile(
+    rf"(?:({KERNEL_PCI_NAME}): )?AER: (?:Multiple )?"
+    r"(Corrected|Uncorrect(?:ed|able) \((?:Non-)?Fatal\)) error received"
+)
+_AER_BUS = re.compile(
+    rf"({KERNEL_PCI_NAME}): PCIe Bus Error: "
+    r"severity=([^,]+), type=([^,]+)"
+)
+_AER_DETAIL = re.compile(
+    rf"({KERNEL_PCI_NAME}): +\[ ?\d+\] ([A-Za-z][A-Za-z_ ]*?)"
+    r" *(?:\(First\))? *$"
+)
+_LINK_DOWN = re.compile(rf"({PCI_ID_CHARS}): pciehp: Slot\((\S+?)\)(?:-\d+)?: Link Down")
+_EXT_ERROR = re.compile(r"(EXT[234])-fs error \(device ([^)]+)\)(?::| in) ?(.*)")
+_EXT_WARNING = re.compile(r"(EXT[234])-fs warning \(device ([^)]+)\): ?(.*)")
+_EXT_IO = re.compile(r"^(\w+):\d+: I/O error (-?\d+) (writing|reading)")
+_XFS = re.compile(r"XFS \(([^)]+)\): (.*)")
+_XFS_BAD = re.compile(r"[Ee]rror|[Cc]orrupt|[Ss]hutting down|[Ss]hutdown")
+_LUSTRE = re.compile(r"LustreError: (.*)")
+_LUSTRE_TARGET = re.compile(r"\b([\w-]+-(?:OST|MDT)[0-9a-fA-F]{4})\b")
+_READONLY = re.compile(
+    r"(EXT[234]-fs|\w+) \(([^)]+)\): (?:Remounting filesystem read-only|.*forced readonly)"
+)
+_BTRFS_READONLY = re.compile(r"BTRFS \w+ \(device ([^)]+)\).*forced readonly")
+_BLK_ERROR = re.compile(
+    r"(I/O|critical medium|critical target|critical space allocation|critical nexus|timeout) "
+    r"error, dev ([\w.-]+)(?:, sector (\d+))?"
+)
+_BUFFER_ERROR = re.compile(r"Buffer I/O error on dev(?:ice)? ([\w.-]+)")
+_NVME_TIMEOUT = re.compile(
+    r"nvme (nvme\d+): I/O (?:tag )?\d+ (?:\([0-9a-f]+\) )?(?:QID \d+ )?timeout"
+)
+_NFS = re.compile(r"nfs: server (\S+) not responding")
+_SEGFAULT = re.compile(
+    r"^(.+?)\[(\d+)\]: segfault at (\S+) ip \S+ sp \S+ error (\S+)(?: in ([^\[\s]+)\[)?"
+)
+_TRAP = re.compile(
+    r"traps: (.+?)\[(\d+)\] (.+?) ip:?\S+ sp:?\S+ error:? ?(\S+)(?: in ([^\[\s]+)\[)?"
+)
+_HUNG = re.compile(r"INFO: task (.+):(\d+) blocked for more than (\d+) seconds")
+_PANIC = re.compile(r"Kernel panic - not syncing: ?(.*)")
+_OOPS = re.compile(
+    r"(BUG: unable to handle .*|Oops: [0-9a-f]+ \[#\d+\].*|divide error: [0-9a-f]+ \[#\d+\].*"
+    r"|general protection fault: [0-9a-f]+ \[#\d+\].*|kernel BUG at .*)"
+)
+_FATAL_SIGNAL = re.compile(r"potentially unexpected fatal signal (\d+)")
+_COMM = re.compile(r"CPU: (\d+) (?:UID: \d+ )?PID: (\d+) Comm: (\S+)")
+_FILE_MAX = re.compile(r"VFS: file-max limit (\d+) reached")
+_NETDEV = re.compile(r"unregister_netdevice: waiting for (\S+) to become free")
+_DIGITS = re.compile(r"\d+")
+
+
+class KernelCollector(AnchoredCollector):
+    """Turns the anchor lines of one kernel log into facts (bounded state).
+
+    The engine feeds every line that matched an anchor or a rule; each handler checks its own
+    regex, so the anchor is only a cheap filter.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, ANCHORS)
+        self.store = EventStore(MAX_ENTRIES)
+        self.oom = OomReader(self.store)
+        self.gpus: dict[str, dict[str, str]] = {}
+        self.last_gpu: str | None = None
+        self.mismatch: Pending | None = None
+        self.wants_comm: Pending | None = None
+        self.aer: Entry | None = None
+        self.ghes: Entry | None = None
+
+    # --- NVIDIA -----------------------------------------------------------------------------
+
+    def on_xid(self, line: Line) -> None:
+        found = _XID.search(line.text)
+        if not found:
+            return
+        pci, code, rest = pci_label(found[1]), int(found[2]), found[3] or ""
+        pid = process = None
+        proc = _XID_PROC.match(rest)
+        if proc:
+            pid = to_int(proc[1].strip("'"))
+            process = proc[2].strip() if proc[2].strip() not in ("", "<unknown>") else None
+            rest = proc[3] or ""
+        cause = _XID_CAUSE.search(rest)
+        fatal = _NVLINK_FATAL.search(rest) if 144 <= code <= 150 else None
+        self.store.add(
+            ("xid", code, pci), "kernel.xid", code, line, pci=pci, pid=pid, process=process,
+            message=clipped(rest) or None, caused_by=int(cause[1]) if cause else None,
+            nvlink_fatal=(fatal[1] == "Fatal") if fatal else None,
+        )  # fmt: skip
+        if code == 79:
+            self.store.add(("off_bus", pci), "kernel.gpu_off_bus", True, line, pci=pci)
+
+    def on_gpu_identity(self, line: Line) -> None:
+        found = _GPU_AT.search(line.text)
+        if found:
+            pci = pci_label(found[1])
+            if pci in self.gpus or len(self.gpus) < 256:
+                self.gpus.setdefault(pci, {})["uuid"] = found[2]
+            self.last_gpu = pci
+            return
+        serial = _GPU_SERIAL.search(line.text)
+        if serial and self.last_gpu in self.gpus:
+            self.gpus[self.last_gpu]["serial"] = serial[1]
+            return
+        the = _GPU_THE.search(line.text)
+        if the:
+            self.last_gpu = pci_label(the[1])
+
+    def on_off_bus(self, line: Line) -> None:
+        if "NVRM: Xid" in line.text or "fallen off the bus" not in line.text:
+            return
+        found = _OFF_BUS_PCI.search(line.text)
+        pci = pci_label(found[1]) if found else (self.last_gpu or "")
+        self.store.add(("off_bus", pci), "kernel.gpu_off_bus", True, line, pci=pci or None)
+
+    def on_mismatch(self, line: Line) -> None:
+        found = _MISMATCH.search(line.text)
+        if found:
+            self._flush_mismatch()
+            self.mismatch = Pending(line, {"client": found[1]})
+            if found[2]:
+                self._finish_mismatch(found[2])
+            return
+        module = _MODULE_VERSION.search(line.text)
+        if module and self.mismatch and line.lineno - self.mismatch.lineno <= PENDING_LINES:
+            self._finish_mismatch(module[1])
+
+    def _finish_mismatch(self, module: str | None) -> None:
+        pending, self.mismatch = self.mismatch, None
+        if pending is None:
+            return
+        client = pending.fields["client"]
+        value = f"client {client}, kernel module {module or 'unknown'}"
+        where = pending.line
+        self.store.add(
+            ("mismatch", client, module), "kernel.nvrm_mismatch", value, where,
+            client_version=client, module_version=module,
+        )  # fmt: skip
+
+    def _flush_mismatch(self) -> None:
+        if self.mismatch is not None:
+            self._finish_mismatch(None)
+
+    def on_init_failed(self, line: Line) -> None:
+        found = _INIT_FAILED.search(line.text)
+        if not found:
+            return
+        pci = pci_label(found[1]) if found[1] else ""
+        value = f"{found[2]} ({found[3]})" if found[3] else found[2]
+        entry = self.store.add(
+            ("init", pci), "kernel.nvrm_init_failed", value, line,
+            pci=pci or None, code=found[3],
+        )  # fmt: skip
+        # `RmInitAdapter failed! (code)` is the line to show; it may follow rm_init_adapter.
+        if entry is not None and found[2].startswith("RmInit") and entry.lineno != line.lineno:
+            entry.value, entry.lineno, entry.text = value, line.lineno, line.raw
+
+    def on_probe(self, line: Line) -> None:
+        found = _PROBE.search(line.text)
+        if found:
+            self.store.add(("probe",), "kernel.nvrm_probe_failed", found[1].strip(), line)
+
+    def on_sxid(self, line: Line) -> None:
+        found = _SXID.search(line.text)
+        if found:
+            pci = pci_label(found[2])
+            self.store.add(
+                ("sxid", int(found[3]), pci), "kernel.sxid", int(found[3]), line, pci=pci,
+                switch=found[1], message=clipped(found[4]) or None,
+            )  # fmt: skip
+
+    # --- OOM (`OomReader` puts the report together) -----------------------------------
+
+    def on_oom_summary(self, line: Line) -> None:
+        self.oom.read_summary(line)
+
+    def on_memcg_limit(self, line: Line) -> None:
+        self.oom.read_memcg_limit(line)
+
+    def on_oom_announce(self, line: Line) -> None:
+        self.oom.read_announce(line)
+
+    def on_oom_killed(self, line: Line) -> None:
+        self.oom.read_killed(line)
+
+    # --- hardware -----------------------------------------------------------------------
+
+    def on_hardware_error(self, line: Line) -> None:
+        text = line.text
+        bank = _MCE_BANK.search(text)
+        if bank:
+            value = f"CPU {bank[1]}: Machine Check Bank {bank[2]}: {bank[3]}"
+            self.store.add(
+                ("mce", bank[1], bank[2], bank[3]), "kernel.mce", value, line, source="mce",
+                cpu=int(bank[1]), bank=int(bank[2]),
+            )  # fmt: skip
+        elif _MCE_LOGGED.search(text):
+            self.store.add(("mce", "logged"), "kernel.mce", "Machine check events logged", line,
+                           source="mce")  # fmt: skip
+        elif severity := _GHES_SEVERITY.search(text):
+            value = f"APEI hardware error, severity {severity[1]}"
+            self.ghes = self.store.add(
+                ("ghes", severity[1]), "kernel.mce", value, line, source="ghes",
+                severity=severity[1],
+            )  # fmt: skip
+        elif (section := _GHES_SECTION.search(text)) and self.ghes is not None:
+            self.ghes.attrs.setdefault("section_type", section[1].strip())
+
+    def on_edac(self, line: Line) -> None:
+        found = _EDAC.search(line.text)
+        if found:
+            location = found[4].removeprefix("memory read error ").strip() or None
+            value = f"{found[2]} {found[3]} {found[4]}".strip()
+            self.store.add(
+                ("edac", found[1], found[3], location), "kernel.edac", clipped(value), line,
+                kind=found[3], mc=found[1], location=location,
+            )  # fmt: skip
+
+    def on_aer(self, line: Line) -> None:
+        text = line.text
+        if received := _AER_RECEIVED.search(text):
+            pci = pci_label(received[1]) if received[1] else ""
+            self.aer = self._aer_entry(line, pci, received[2])
+        elif bus := _AER_BUS.search(text):
+            pci, severity = pci_label(bus[1]), bus[2].strip()
+            recent = self.aer
+            if (
+                recent is None
+                or recent.attrs.get("pci") != pci
+                or recent.attrs.get("severity") != severity
+            ):
+                recent = self._aer_entry(line, pci, severity)
+            if recent is not None:
+                recent.attrs.setdefault("type", bus[3].strip())
+            self.aer = recent
+        elif detail := _AER_DETAIL.search(text):
+            self._aer_detail(pci_label(detail[1]), detail[2].strip())
+
+    def _aer_detail(self, pci: str, name: str) -> None:
+        """`[ 5] Surprise Down Error` under the report: the names of the errors."""
+        if self.aer is None or self.aer.attrs.get("pci") != pci:
+            return
+        names = str(self.aer.attrs.get("errors") or "")
+        if name not in names.split(", ") and names.count(",") < 8:
+            self.aer.attrs["errors"] = f"{names}, {name}" if names else name
+
+    def _aer_entry(self, line: Line, pci: str, severity: str) -> Entry | None:
+        return self.store.add(
+            ("aer", pci, severity), "kernel.aer", f"{severity} error", line,
+            severity=severity, pci=pci or None,
+        )  # fmt: skip
+
+    def on_link_down(self, line: Line) -> None:
+        found = _LINK_DOWN.search(line.text)
+        if found:
+            pci = pci_label(found[1])
+            self.store.add(("link_down", pci), "kernel.pcie_link_down", found[2], line, pci=pci)
+
+    # --- storage ------------------------------------------------------------------------
+
+    def on_filesystem(self, line: Line) -> None:
+        text = line.text
+        if ext := _EXT_ERROR.search(text):
+            self._fs_error(line, ext[1].lower(), ext[2], ext[3])
+        elif warn := _EXT_WARNING.search(text):
+            fs, device, message = warn[1].lower(), warn[2], warn[3]
+            io = _EXT_IO.search(message)
+            if io:
+                self.store.add(("io", device, io[1]), "kernel.io_error", device, line,
+                               kind=io[1], fs=fs)  # fmt: skip
+            else:
+                ident = ("fs_warning", fs, device, _DIGITS.sub("N", message)[:60])
+                self.store.add(ident, "kernel.fs_warning", clipped(message), line,
+                               device=device, fs=fs)  # fmt: skip
+        elif (xfs := _XFS.search(text)) and _XFS_BAD.search(xfs[2]):
+            self._fs_error(line, "xfs", xfs[1], xfs[2])
+        elif lustre := _LUSTRE.search(text):
+            target = _LUSTRE_TARGET.search(lustre[1])
+            self._fs_error(line, "lustre", target[1] if target else "lustre", lustre[1])
+
+    def _fs_error(self, line: Line, fs: str, device: str, message: str) -> None:
+        ident = ("fs_error", fs, device, _DIGITS.sub("N", message)[:60])
+        self.store.add(ident, "kernel.fs_error", clipped(message) or f"{fs} error", line,
+                       device=device, fs=fs)  # fmt: skip
+
+    def on_readonly(self, line: Line) -> None:
+        found = _BTRFS_READONLY.search(line.text)
+        if found:
+            fs, device = "btrfs", found[1]
+        elif found := _READONLY.search(line.text):
+            fs, device = found[1].lower().removesuffix("-fs"), found[2]
+        else:
+            return
+        self.store.add(("readonly", device), "kernel.fs_readonly", device, line, fs=fs)
+
+    def on_io_error(self, line: Line) -> None:
+        text = line.text
+        if blk := _BLK_ERROR.search(text):
+            device, kind, sector = blk[2], blk[1], to_int(blk[3])
+        elif buffer := _BUFFER_ERROR.search(text):
+            device, kind, sector = buffer[1], "buffer", None
+        elif nvme := _NVME_TIMEOUT.search(text):
+            device, kind, sector = nvme[1], "nvme timeout", None
+        elif nfs := _NFS.search(text):
+            self.store.add(("io", nfs[1], "nfs"), "kernel.io_error", nfs[1], line,
+                           kind="nfs not responding", fs="nfs")  # fmt: skip
+            return
+        else:
+            return
+        self.store.add(("io", device, kind), "kernel.io_error", device, line, kind=kind,
+                       sector=sector)  # fmt: skip
+
+    # --- processes ----------------------------------------------------------------------
+
+    def on_segfault(self, line: Line) -> None:
+        text = line.text
+        if seg := _SEGFAULT.search(text):
+            process, pid, kind, lib = seg[1].strip(), seg[2], "segfault", seg[5]
+            address, error = seg[3], seg[4]
+        elif trap := _TRAP.search(text):
+            process, pid, kind, lib = trap[1].strip(), trap[2], trap[3].strip(), trap[5]
+            address, error = None, trap[4]
+        else:
+            return
+        self.store.add(
+            ("segv", process, lib, kind), "kernel.segfault", process, line, pid=to_int(pid),
+            lib=lib, kind=kind, address=address, error=error,
+        )  # fmt: skip
+
+    def on_hung_task(self, line: Line) -> None:
+        found = _HUNG.search(line.text)
+        if found:
+            self.store.add(
+                ("hung", found[1], found[2]), "kernel.hung_task", found[1], line,
+                pid=to_int(found[2]), seconds=to_int(found[3]),
+            )  # fmt: skip
+
+    def on_panic(self, line: Line) -> None:
+        found = _PANIC.search(line.text)
+        if not found:
+            return
+        reason = clipped(found[1]) or "kernel panic"
+        self.store.add(("panic", reason), "kernel.panic", reason, line)
+        if "hardware error" in reason.lower():
+            self.store.add(("mce", "panic"), "kernel.mce", f"Kernel panic: {reason}", line,
+                           source="panic", severity="fatal")  # fmt: skip
+
+    def on_oops(self, line: Line) -> None:
+        found = _OOPS.search(line.text)
+        if found:
+            value = clipped(found[1])
+            entry = self.store.add(("oops", _DIGITS.sub("N", value)), "kernel.oops", value, line)
+            self._want_comm(line, entry)
+
+    def on_fatal_signal(self, line: Line) -> None:
+        found = _FATAL_SIGNAL.search(line.text)
+        if found:
+            signal = int(found[1])
+            entry = self.store.add(("signal", signal, line.lineno), "kernel.fatal_signal",
+                                   signal, line)  # fmt: skip
+            self._want_comm(line, entry)
+
+    def _want_comm(self, line: Line, entry: Entry | None) -> None:
+        if entry is not None and entry.count == 1:
+            self.wants_comm = Pending(line, entry=entry)
+
+    def on_comm(self, line: Line) -> None:
+        found = _COMM.search(line.text)
+        pending, self.wants_comm = self.wants_comm, None
+        if not found or pending is None or pending.entry is None:
+            return
+        if line.lineno - pending.lineno <= 3 * PENDING_LINES:
+            pending.entry.attrs.setdefault("process", found[3])
+            pending.entry.attrs.setdefault("pid", int(found[2]))
+
+    def on_file_max(self, line: Line) -> None:
+        found = _FILE_MAX.search(line.text)
+        if found:
+            self.store.add(("file_max", found[1]), "kernel.file_max", int(found[1]), line)
+
+    def on_netdevice(self, line: Line) -> None:
+        found = _NETDEV.search(line.text)
+        if found:
+            self.store.add(("netdev", found[1]), "kernel.unregister_netdevice", found[1], line)
+
+    # --- end ----------------------------------------------------------------------------
+
+    def finish(self) -> list[Fact]:
+        """Complete the pending records and turn every distinct event into a fact."""
+        self._flush_mismatch()
+        self.oom.flush()
+        facts: list[Fact] = []
+        for entry in self.store.entries.values():
+            attrs = dict(entry.attrs)
+            if entry.key == "kernel.xid":
+                attrs.update(self._xid_attrs(int(entry.value), str(attrs.get("pci") or "")))
+            facts.append(
+                fact(
+                    entry.key,
+                    entry.value,
+                    self.path,
+                    entry.lineno,
+                    entry.text,
+                    **attrs,
+                    count=entry.count,
+                )  # fmt: skip
+            )
+        if self.store.dropped:
+            facts.append(fact("kernel.dropped_entries", self.store.dropped, self.path))
+        return facts
+
+    def _xid_attrs(self, code: int, pci: str) -> dict[str, FactValue | None]:
+        info = lookup(code)
+        gpu = self.gpus.get(pci, {})
+        attrs: dict[str, FactValue | None] = {"uuid": gpu.get("uuid"), "serial": gpu.get("serial")}
+        if info is None:
+            attrs["meaning"] = f"Xid {code} is not in crashlens's catalog"
+            return attrs
+        attrs.update(
+            name=info.name, meaning=info.meaning, action=info.action,
+            bucket=info.bucket or None, category=info.category, severity=info.severity,
+        )  # fmt: skip
+        return attrs
+
+
+K = KernelCollector
+# Line-safe (see `Anchor`), each with a literal of 4+ characters; the handlers re-check with
+# the precise regexes above, so an anchor only has to catch every line its handler wants.
+ANCHORS: tuple[Anchor[KernelCollector], ...] = (
+    Anchor(r"NVRM: Xid \(", K.on_xid),
+    Anchor(r"NVRM: (?:GPU at PCI:|GPU Board Serial Number: |The NVIDIA GPU )", K.on_gpu_identity),
+    Anchor(r"fallen off the bus", K.on_off_bus),
+    Anchor(
+        r"API mismatch: the client has the version|this kernel module has the version",
+        K.on_mismatch,
+    ),
+    Anchor(r"RmInitAdapter failed|rm_init_adapter failed", K.on_init_failed),
+    Anchor(
+        r"NVRM: The NVIDIA probe routine was not called|NVRM: No NVIDIA devices probed",
+        K.on_probe,
+    ),
+    Anchor(r"nvidia-nvswitch[0-9]+: SXid \(", K.on_sxid),
+    Anchor(r"oom-kill:constraint=", K.on_oom_summary),
+    Anchor(r"memory: usage [0-9]+kB, limit [0-9]+kB", K.on_memcg_limit),
+    Anchor(r"[Oo]ut of memory[^\n]{0,40}: Kill process [0-9]+", K.on_oom_announce),
+    Anchor(r"Killed process [0-9]+", K.on_oom_killed),
+    Anchor(r"\[Hardware Error\]: ", K.on_hardware_error),
+    Anchor(r"EDAC [^\n]{0,40}MC[0-9]+: [0-9]+ [CU]E ", K.on_edac),
+    Anchor(
+        r"AER: [^\n]*error received|PCIe Bus Error: severity="
+        r"|\] (?:Surprise Down|Completion Timeout|Malformed TLP|Poisoned TLP|Receiver Overflow"
+        r"|Unsupported Request|Data Link Protocol|Flow Control Protocol|Unexpected Completion"
+        r"|Completer Abort|ECRC|ACS Violation|Uncorrectable Internal|Receiver Error|Bad TLP"
+        r"|Bad DLLP|Replay Timer Timeout|REPLAY_NUM Rollover|Corrected Internal"
+        r"|Header Log Overflow|Undefined|MC Blocked TLP|AtomicOp Egress Blocked|TLP Prefix)",
+        K.on_aer,
+    ),
+    Anchor(r"pciehp: Slot\([^)\n]*\)[^\n]{0,8}: Link Down", K.on_link_down),
+    Anchor(r"EXT[234]-fs (?:error|warning) \(|XFS \([^)\n]*\): |LustreError: ", K.on_filesystem),
+    Anchor(r"Remounting filesystem read-only|forced readonly", K.on_readonly),
+    Anchor(
+        r" error, dev [a-zA-Z0-9]|Buffer I/O error on dev|nvme[0-9]+: I/O [^\n]{0,40}timeout"
+        r"|nfs: server [^ \n]+ not responding",
+        K.on_io_error,
+    ),
+    Anchor(r"\]: segfault at |traps: [^\n]*\[[0-9]+\] ", K.on_segfault),
+    Anchor(r"INFO: task [^\n]* blocked for more than", K.on_hung_task),
+    Anchor(r"Kernel panic - not syncing", K.on_panic),
+    Anchor(
+        r"BUG: unable to handle|Oops: [0-9a-f]+ \[#|divide error: [0-9a-f]+ \[#"
+        r"|general protection fault: [0-9a-f]+ \[#|kernel BUG at ",
+        K.on_oops,
+    ),
+    Anchor(r"potentially unexpected fatal signal", K.on_fatal_signal),
+    Anchor(r"CPU: [0-9]+ (?:UID: [0-9]+ )?PID: [0-9]+ Comm: ", K.on_comm),
+    Anchor(r"VFS: file-max limit [0-9]+ reached", K.on_file_max),
+    Anchor(r"unregister_netdevice: waiting for", K.on_netdevice),
+)
+del K
