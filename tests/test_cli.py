@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from crashlens.cli import app
+from crashlens.cli.exits import ExitCode
 
 RUNNER = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "llamafactory-shm-bus-error"
@@ -126,3 +127,27 @@ def test_running_a_command_does_not_import_pydantic() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_exit_codes_keep_their_documented_numbers() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for code in ExitCode:
+        assert f"| {code.value} |" in readme, code
+    assert [(c.name, c.value) for c in ExitCode] == [
+        ("OK", 0),
+        ("NOTHING_TO_ANALYZE", 1),
+        ("USAGE", 2),
+        ("BAD_PATTERNS", 3),
+        ("BELOW_FLOOR", 4),
+        ("INTERRUPTED", 130),
+    ]
+
+
+def test_detect_names_each_input_kind_with_every_parser_score(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.log"
+    result = RUNNER.invoke(app, ["detect", str(EXAMPLE / "df.txt"), str(missing)])
+    assert result.exit_code == 0, result.output
+    first, second = result.stdout.splitlines()
+    assert first.startswith(f"{EXAMPLE / 'df.txt'}: df (")
+    assert "df=" in first and "other=" in first
+    assert second.startswith(f"{missing}: skipped (")

@@ -1,19 +1,19 @@
 """The command line: parses flags, calls the library, renders, exits. No analysis here.
 
-Exit status of `analyze`: 0 a report was produced (whatever the verdict); 1 nothing could be
-analyzed (every input skipped); 2 usage error (bad flag, no such path); 3 the pattern library
-is invalid. Every non-zero exit prints a one-line reason on stderr.
+Exit codes are `exits.ExitCode` for every command; every non-zero exit prints a one-line
+reason on stderr (`exits.fatal`).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, assert_never
 
 import typer
 
 from crashlens import __version__
+from crashlens.cli.exits import ExitCode, fatal
 from crashlens.model import InputKind, InputState, Report
 from crashlens.render import Format
 
@@ -25,14 +25,13 @@ app = typer.Typer(
 rules_app = typer.Typer(no_args_is_help=True, help="List and explain the rule library.")
 app.add_typer(rules_app, name="rules")
 
-EXIT_NOTHING_ANALYZED = 1
-EXIT_USAGE = 2
-EXIT_BAD_PATTERNS = 3
+BACKENDS = ("auto", "hyperscan", "python")
+"""Scan engines `--backend` accepts (hidden: auto picks hyperscan when it is installed)."""
 
 
-def _fatal(message: str, code: int) -> NoReturn:
-    typer.echo(f"crashlens: {message}", err=True)
-    raise typer.Exit(code)
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        fatal(f"--backend must be auto, hyperscan or python, not {backend!r}", ExitCode.USAGE)
 
 
 def _parse_kinds(values: list[str]) -> tuple[tuple[str, InputKind], ...]:
@@ -43,7 +42,7 @@ def _parse_kinds(values: list[str]) -> tuple[tuple[str, InputKind], ...]:
             kind = InputKind(name)
         except ValueError:
             known = ", ".join(k.value for k in InputKind)
-            _fatal(f"--kind {value!r}: unknown kind {name!r} (known: {known})", EXIT_USAGE)
+            fatal(f"--kind {value!r}: unknown kind {name!r} (known: {known})", ExitCode.USAGE)
         parsed.append((path or "*", kind))
     return tuple(parsed)
 
@@ -114,27 +113,26 @@ def analyze(
     from crashlens.pipeline import AnalyzeOptions
     from crashlens.pipeline import analyze as run_analysis
 
-    if backend not in ("auto", "hyperscan", "python"):
-        _fatal(f"--backend must be auto, hyperscan or python, not {backend!r}", EXIT_USAGE)
+    _check_backend(backend)
     missing = [p for p in paths if p != "-" and not Path(p).exists()]
     if missing and len(missing) == len(paths):
-        _fatal(f"no such file or directory: {', '.join(missing)}", EXIT_USAGE)
+        fatal(f"no such file or directory: {', '.join(missing)}", ExitCode.USAGE)
     if redact is None:
         redact = output_format in (Format.MARKDOWN, Format.HTML) or redact_map is not None
     if redact_map is not None and not redact:
-        _fatal("--redact-map needs redaction; drop --no-redact", EXIT_USAGE)
+        fatal("--redact-map needs redaction; drop --no-redact", ExitCode.USAGE)
     options = AnalyzeOptions(
         forced_kinds=_parse_kinds(kind or []), backend=backend, use_model=not rules_only
     )
     try:
         report = run_analysis(paths, options)
     except PatternError as error:
-        _fatal(f"invalid pattern library: {error}", EXIT_BAD_PATTERNS)
+        fatal(f"invalid pattern library: {error}", ExitCode.BAD_PATTERNS)
     report = _prepare(report, paths, output_format, redact, redact_map)
     _emit(report, output_format, output, redacted=redact)
     if report.inputs and all(i.status is InputState.SKIPPED for i in report.inputs):
         reasons = "; ".join(f"{i.path}: {i.reason}" for i in report.inputs[:3])
-        _fatal(f"nothing could be analyzed ({reasons})", EXIT_NOTHING_ANALYZED)
+        fatal(f"nothing could be analyzed ({reasons})", ExitCode.NOTHING_TO_ANALYZE)
 
 
 def _prepare(
@@ -155,46 +153,49 @@ def _prepare(
         try:
             write_mapping(redactor, redact_map)
         except OSError as error:
-            _fatal(f"cannot write {redact_map}: {error.strerror or error}", EXIT_USAGE)
+            fatal(f"cannot write {redact_map}: {error.strerror or error}", ExitCode.USAGE)
     return report
 
 
-def _emit(
-    report: object, output_format: Format, output: Path | None, redacted: bool = False
-) -> None:
-    from crashlens.model import Report
-
-    assert isinstance(report, Report)
-    if output_format is Format.TERMINAL:
-        from rich.console import Console
-
-        from crashlens.render.terminal import render_terminal
-
-        if output is None:
-            render_terminal(report, Console())
+def _emit(report: Report, output_format: Format, output: Path | None, redacted: bool) -> None:
+    # Each renderer is imported only when chosen: start-up time is part of the interface.
+    match output_format:
+        case Format.TERMINAL:
+            _emit_terminal(report, output)
             return
-        with output.open("w", encoding="utf-8") as stream:
-            render_terminal(report, Console(file=stream, width=120, force_terminal=False))
-        return
-    if output_format is Format.JSON:
-        from crashlens.render.json import render_json
+        case Format.JSON:
+            from crashlens.render.json import render_json
 
-        text = render_json(report)
-    elif output_format is Format.HTML:
-        from crashlens.render.html import render_html
+            text = render_json(report)
+        case Format.MARKDOWN:
+            from crashlens.render.markdown import render_markdown
 
-        text = render_html(report, redacted=redacted)
-    else:
-        from crashlens.render.markdown import render_markdown
+            text = render_markdown(report)
+        case Format.HTML:
+            from crashlens.render.html import render_html
 
-        text = render_markdown(report)
+            text = render_html(report, redacted=redacted)
+        case _:
+            assert_never(output_format)
     if output is None:
         sys.stdout.write(text)
-    else:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as error:
-            _fatal(f"cannot write {output}: {error.strerror or error}", EXIT_USAGE)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        fatal(f"cannot write {output}: {error.strerror or error}", ExitCode.USAGE)
+
+
+def _emit_terminal(report: Report, output: Path | None) -> None:
+    from rich.console import Console
+
+    from crashlens.render.terminal import render_terminal
+
+    if output is None:
+        render_terminal(report, Console())
+        return
+    with output.open("w", encoding="utf-8") as stream:
+        render_terminal(report, Console(file=stream, width=120, force_terminal=False))
 
 
 @app.command()
@@ -202,22 +203,14 @@ def detect(
     paths: Annotated[list[str], typer.Argument(help="Inputs to identify.")],
 ) -> None:
     """Show how each input's kind is detected: every parser's score."""
-    from crashlens.inputs.detect import detect as detect_kind
-    from crashlens.inputs.detect import scores
-    from crashlens.inputs.discover import iter_inputs
-    from crashlens.inputs.read import read_head, sniff_text
-    from crashlens.model import InputStatus
+    from crashlens.inputs.detect import explain_inputs
 
-    for item in iter_inputs(paths):
-        if isinstance(item, InputStatus):
-            typer.echo(f"{item.path}: skipped ({item.reason})")
+    for item in explain_inputs(paths):
+        if item.detection is None:
+            typer.echo(f"{item.path}: skipped ({item.skipped})")
             continue
-        with item.open() as stream:
-            head = sniff_text(read_head(stream))
-        chosen = detect_kind(head, item.name)
-        ranked = sorted(scores(head, item.name), key=lambda s: -s[1])
-        shown = ", ".join(f"{p.kind.value}={score:.2f}" for p, score, _ in ranked[:4])
-        typer.echo(f"{item.path}: {chosen.kind.value} ({chosen.reason}; {shown})")
+        shown = ", ".join(f"{kind.value}={score:.2f}" for kind, score in item.ranking[:4])
+        typer.echo(f"{item.path}: {item.detection.kind.value} ({item.detection.reason}; {shown})")
 
 
 @rules_app.command("list")
@@ -249,7 +242,7 @@ def rules_show(rule_id: Annotated[str, typer.Argument(help="A rule id.")]) -> No
                 typer.echo(f"  step: {step.text}")
             typer.echo(f"  file: {rule.source}")
             return
-    _fatal(f"no rule {rule_id!r}", EXIT_USAGE)
+    fatal(f"no rule {rule_id!r}", ExitCode.USAGE)
 
 
 @app.command("eval")
@@ -270,7 +263,7 @@ def eval_corpus(
 
     cases = load_cases(corpus)
     if not cases:
-        _fatal(f"no cases (*/case.toml) under {corpus}", EXIT_USAGE)
+        fatal(f"no cases (*/case.toml) under {corpus}", ExitCode.USAGE)
     results = evaluate(cases)
     counts = corpus_counts(cases)
     render = render_eval_json if output_format == "json" else render_eval_text
@@ -279,7 +272,8 @@ def eval_corpus(
         floor = tomllib.loads(check_floor.read_text(encoding="utf-8"))
         shipped = next(m for m in results if m.method == floor.get("method", "rules"))
         if shipped.top1 < float(floor["top1"]):
-            _fatal(f"top-1 {shipped.top1:.3f} is below the floor {floor['top1']}", 4)
+            message = f"top-1 {shipped.top1:.3f} is below the floor {floor['top1']}"
+            fatal(message, ExitCode.BELOW_FLOOR)
 
 
 @app.command()
@@ -296,7 +290,7 @@ def train(
 
     cases = load_cases(corpus)
     if not cases:
-        _fatal(f"no cases (*/case.toml) under {corpus}", EXIT_USAGE)
+        fatal(f"no cases (*/case.toml) under {corpus}", ExitCode.USAGE)
     model = train_on_corpus(corpus, cases)
     target = output or shipped_model_path()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -349,7 +343,8 @@ def scan(
     """Analyze every job of a log archive: a table of verdicts, top failures, nodes to drain."""
     from crashlens.cli.scan import run_scan_command
 
-    code = run_scan_command(
+    _check_backend(backend)
+    run_scan_command(
         root=root,
         out=out,
         workers=workers,
@@ -361,8 +356,6 @@ def scan(
         backend=backend,
         job_timeout=job_timeout or None,
     )
-    if code:
-        raise typer.Exit(code)
 
 
 @app.command()
@@ -411,7 +404,7 @@ def collect(
     from crashlens.collect import collect as run_collect
 
     if redact_map is not None and not redact:
-        _fatal("--redact-map needs redaction; drop --no-redact", EXIT_USAGE)
+        fatal("--redact-map needs redaction; drop --no-redact", ExitCode.USAGE)
     options = CollectOptions(
         logs=tuple(logs or ()),
         timeout=timeout,
@@ -424,14 +417,14 @@ def collect(
     try:
         bundle = run_collect(out, options)
     except CollectError as error:
-        _fatal(f"cannot write the bundle: {error}", EXIT_USAGE)
+        fatal(f"cannot write the bundle: {error}", ExitCode.USAGE)
     if redact_map is not None and bundle.redactor is not None:
         from crashlens.redact import write_mapping
 
         try:
             write_mapping(bundle.redactor, redact_map)
         except OSError as error:
-            _fatal(f"cannot write {redact_map}: {error.strerror or error}", EXIT_USAGE)
+            fatal(f"cannot write {redact_map}: {error.strerror or error}", ExitCode.USAGE)
     shown = "redacted" if bundle.redacted else "NOT redacted"
     typer.echo(f"wrote {bundle.path} ({shown}); read it with: crashlens analyze {bundle.path}")
 

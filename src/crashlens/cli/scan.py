@@ -1,8 +1,8 @@
 """`crashlens scan` behind the command-line flags: validate, run the scan, show the summary.
 
-Exit status: 0 the scan ran (whatever the verdicts); 1 no job was found under ROOT; 2 usage
-error (no such ROOT, bad format); 3 the pattern library is invalid; 130 interrupted by Ctrl-C
-(the rows finished so far are written). Every non-zero exit prints a one-line reason.
+Exit status (`exits.ExitCode`): OK the scan ran (whatever the verdicts); NOTHING_TO_ANALYZE no
+job was found under ROOT; USAGE no such ROOT, a bad format, an unwritable --out; BAD_PATTERNS
+the pattern library is invalid; INTERRUPTED by Ctrl-C (the rows finished so far are written).
 """
 
 from __future__ import annotations
@@ -12,15 +12,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-EXIT_NO_JOBS = 1
-EXIT_USAGE = 2
-EXIT_BAD_PATTERNS = 3
-EXIT_INTERRUPTED = 130
+from crashlens.cli.exits import ExitCode, fatal
+
 SUMMARY_FORMATS = ("terminal", "json", "markdown")
-
-
-def _error(message: str) -> None:
-    sys.stderr.write(f"crashlens: {message}\n")
 
 
 def run_scan_command(
@@ -34,28 +28,22 @@ def run_scan_command(
     min_jobs: int,
     backend: str,
     job_timeout: float | None = 600.0,
-) -> int:
-    """Run `crashlens scan` and print the summary; returns the exit status."""
+) -> None:
+    """Run `crashlens scan` and print the summary; exits through `fatal` on an error."""
     from crashlens.batch.output import TABLE_FORMATS
     from crashlens.batch.session import ScanOptions, scan_archive
     from crashlens.errors import PatternError
 
     if not root.exists():
-        _error(f"no such file or directory: {root}")
-        return EXIT_USAGE
+        fatal(f"no such file or directory: {root}", ExitCode.USAGE)
     bad = [f for f in formats if f not in TABLE_FORMATS]
     if bad:
-        _error(f"--format {bad[0]!r}: must be one of {', '.join(TABLE_FORMATS)}")
-        return EXIT_USAGE
+        fatal(f"--format {bad[0]!r}: must be one of {', '.join(TABLE_FORMATS)}", ExitCode.USAGE)
     if summary_format not in SUMMARY_FORMATS:
-        _error(f"--summary {summary_format!r}: must be one of {', '.join(SUMMARY_FORMATS)}")
-        return EXIT_USAGE
-    if backend not in ("auto", "hyperscan", "python"):
-        _error(f"--backend must be auto, hyperscan or python, not {backend!r}")
-        return EXIT_USAGE
+        choices = ", ".join(SUMMARY_FORMATS)
+        fatal(f"--summary {summary_format!r}: must be one of {choices}", ExitCode.USAGE)
     if out.exists() and not out.is_dir():
-        _error(f"--out {out} exists and is not a folder")
-        return EXIT_USAGE
+        fatal(f"--out {out} exists and is not a folder", ExitCode.USAGE)
     from rich.console import Console
 
     errors = Console(stderr=True)
@@ -78,11 +66,9 @@ def run_scan_command(
     try:
         outcome = scan_archive(options, progress)
     except PatternError as error:
-        _error(f"invalid pattern library: {error}")
-        return EXIT_BAD_PATTERNS
+        fatal(f"invalid pattern library: {error}", ExitCode.BAD_PATTERNS)
     except OSError as error:
-        _error(f"cannot write to {out}: {error.strerror or error}")
-        return EXIT_USAGE
+        fatal(f"cannot write to {out}: {error.strerror or error}", ExitCode.USAGE)
     summary = outcome.summary
     if summary_format == "json":
         sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
@@ -95,9 +81,9 @@ def run_scan_command(
 
         render_terminal(summary, Console())
     if outcome.interrupted:
-        _error(f"interrupted: {summary['jobs_not_scanned']} jobs not scanned (rerun to resume)")
-        return EXIT_INTERRUPTED
+        not_scanned = summary["jobs_not_scanned"]
+        fatal(
+            f"interrupted: {not_scanned} jobs not scanned (rerun to resume)", ExitCode.INTERRUPTED
+        )
     if summary["jobs"]["scanned"] == 0:
-        _error(f"no job found under {root}")
-        return EXIT_NO_JOBS
-    return 0
+        fatal(f"no job found under {root}", ExitCode.NOTHING_TO_ANALYZE)

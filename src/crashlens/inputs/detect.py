@@ -7,10 +7,14 @@ is still scanned by every generic rule. Detection never raises.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatch
 from functools import lru_cache
 
-from crashlens.model import Detection, InputKind
+from crashlens.inputs.discover import iter_inputs
+from crashlens.inputs.read import read_head, sniff_text
+from crashlens.model import Detection, InputKind, InputStatus
 from crashlens.parsers import PARSERS
 from crashlens.parsers.base import Parser, safe_sniff
 
@@ -86,3 +90,32 @@ def detect(head: str, name: str, forced: InputKind | None = None) -> Detection:
         return Detection(kind=InputKind.OTHER, score=best_score, reason="no format recognized")
     how = "content" + (" and file name" if by_name else "")
     return Detection(kind=best_parser.kind, score=min(best_score, 1.0), reason=f"by {how}")
+
+
+@dataclass(frozen=True, slots=True)
+class KindExplained:
+    """How one input's kind was decided (what `crashlens detect` prints)."""
+
+    path: str
+    detection: Detection | None
+    """The kind chosen and why; None when the input was skipped."""
+    ranking: tuple[tuple[InputKind, float], ...] = ()
+    """Every parser's score, filename bonus included, best first (ties: registry order)."""
+    skipped: str | None = None
+    """Why the input could not be read."""
+
+
+def explain_inputs(paths: Sequence[str]) -> Iterator[KindExplained]:
+    """Every input under `paths` with the kind detection gives it and every parser's score."""
+    for item in iter_inputs(list(paths)):
+        if isinstance(item, InputStatus):
+            yield KindExplained(item.path, None, skipped=item.reason)
+            continue
+        with item.open() as stream:
+            head = sniff_text(read_head(stream))
+        ranked = sorted(scores(head, item.name), key=lambda s: -s[1])
+        yield KindExplained(
+            item.path,
+            detect(head, item.name),
+            tuple((parser.kind, score) for parser, score, _ in ranked),
+        )
