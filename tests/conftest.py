@@ -6,8 +6,19 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
+
 # Tests never write to the user's cache: compiled scan databases go to a throwaway folder.
 os.environ.setdefault("CRASHLENS_CACHE_DIR", tempfile.mkdtemp(prefix="crashlens-test-cache-"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite tests/data/golden/ from the current output instead of comparing with it",
+    )
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"

@@ -21,7 +21,7 @@ from crashlens.model import InputKind
 from crashlens.parsers import LOG_KINDS, PARSERS, collect_parsers, get_parser
 from crashlens.parsers.base import DocumentParser, LogParser, safe_sniff
 
-from conftest import SAMPLES
+from conftest import ROOT, SAMPLES
 
 SAMPLE_FILES = sorted(p for p in SAMPLES.glob("*/*") if p.is_file())
 KINDS = sorted(InputKind, key=lambda k: k.value)
@@ -80,6 +80,13 @@ def test_sample_folders_are_named_by_kind() -> None:
 @pytest.mark.parametrize("kind", KINDS, ids=str)
 def test_every_kind_has_a_sample(kind: InputKind) -> None:
     assert any(p.is_file() for p in (SAMPLES / kind.value).iterdir())
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=str)
+def test_every_kind_is_described_in_the_formats_doc(kind: InputKind) -> None:
+    # docs/formats.md opens with one table row per kind: `| `<kind>` | `parsers/...` | ...`
+    rows = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8").splitlines()
+    assert any(row.startswith(f"| `{kind.value}` |") for row in rows)
 
 
 def test_every_sample_has_its_provenance_in_sources() -> None:
