@@ -17,9 +17,11 @@ from crashlens.parsers.launcher import report
 from crashlens.parsers.launcher.messages import (
     EXCEPTION_CHARS,
     SIZE,
+    num_workers,
     parse_cuda_oom,
     parse_exception,
     version_facts,
+    world_facts,
 )
 from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
 from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS, SignalLog
@@ -43,20 +45,6 @@ _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\
 _WORK_FIELD = re.compile(r"(SeqNum|OpType|Timeout\(ms\))=([A-Za-z0-9_]+)")
 _RAN_FOR = re.compile(r"ran for ([0-9]+) milliseconds")
 _RANK_IN_TEXT = re.compile(r"\[(?:PG ID [^\]]*)?Rank ([0-9]+)\]")
-_WORLD_DICT = re.compile(r"WORLD INFO DICT: \{(.*)\}")
-_WORLD_HOST = re.compile(r"'[^']*': \[([0-9, ]*)\]")
-_DS_PROCS = re.compile(r"nnodes=([0-9]+), num_local_procs=([0-9]+)")
-_WORLD_SIZE = re.compile(
-    r"(?:^|[^A-Za-z_])(?:dist_|global_)?(?:world_size|WORLD_SIZE|world size)['\"]?[ \t]*[:=][ \t]*"
-    r"([0-9]+)"
-)
-_NPROC_FLAG = re.compile(r"--nproc[_-]per[_-]node[= ]([0-9]+)")
-_NNODES_FLAG = re.compile(r"--nnodes[= ](?:[0-9]+:)?([0-9]+)")
-_ACCEL_VALUE = re.compile(r"`--(num_processes|num_machines)` was set to a value of `([0-9]+)`")
-_ACCEL_FLAG = re.compile(r"--(num_processes|num_machines)[= ]([0-9]+)")
-_NUM_WORKERS = re.compile(
-    r"(?<![A-Za-z_])(?:dataloader_)?num_workers['\"]?[ \t]*[:= ][ \t]*([0-9]+)"
-)
 _SLURM_OOM = re.compile(
     r"Detected ([0-9]+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )"
     r"([0-9]+(?:\.[A-Za-z0-9_]+)?)"
@@ -262,33 +250,12 @@ class LauncherCollector(AnchoredCollector):
             self.keep_first(key, value, line)
 
     def on_world(self, line: Line) -> None:
-        text = line.text
-        if m := _WORLD_DICT.search(text):
-            sizes = [
-                len([r for r in ranks.split(",") if r.strip()])
-                for ranks in _WORLD_HOST.findall(m.group(1))
-            ]
-            if sizes:
-                self.keep_first("launcher.nnodes", len(sizes), line)
-                self.keep_first("launcher.nproc_per_node", max(sizes), line)
-                self.keep_first("launcher.world_size", sum(sizes), line)
-        if m := _DS_PROCS.search(text):
-            self.keep_first("launcher.nnodes", int(m.group(1)), line)
-            self.keep_first("launcher.nproc_per_node", int(m.group(2)), line)
-        if m := _WORLD_SIZE.search(text):
-            self.keep_first("launcher.world_size", int(m.group(1)), line)
-        if m := _NPROC_FLAG.search(text):
-            self.keep_first("launcher.nproc_per_node", int(m.group(1)), line)
-        if m := _NNODES_FLAG.search(text):
-            self.keep_first("launcher.nnodes", int(m.group(1)), line)
-        flags = () if "unintended" in text else tuple(_ACCEL_FLAG.finditer(text))
-        for m in (*_ACCEL_VALUE.finditer(text), *flags):
-            key = "launcher.world_size" if m.group(1) == "num_processes" else "launcher.nnodes"
-            self.keep_first(key, int(m.group(2)), line)
+        for key, value in world_facts(line.text):
+            self.keep_first(key, value, line)
 
     def on_workers(self, line: Line) -> None:
-        if m := _NUM_WORKERS.search(line.text):
-            self.keep_first("launcher.num_workers", int(m.group(1)), line)
+        if (workers := num_workers(line.text)) is not None:
+            self.keep_first("launcher.num_workers", workers, line)
 
     def on_slurm_oom(self, line: Line) -> None:
         if m := _SLURM_OOM.search(line.text):

@@ -1,5 +1,6 @@
 """What the messages of a training run say, read into values: CUDA OOM figures, a Python
-exception line, library versions. Shared with the torchelastic error-file parser."""
+exception line, library versions, the world layout. The torchelastic error-file parser reads
+its message with the same functions."""
 
 from __future__ import annotations
 
@@ -118,3 +119,55 @@ def version_facts(text: str) -> list[tuple[str, str]]:
     if m := _CUDA_VERSION.search(text):
         found.append(("cuda.version", m.group(1)))
     return found
+
+
+_WORLD_DICT = re.compile(r"WORLD INFO DICT: \{(.*)\}")
+_WORLD_HOST = re.compile(r"'[^']*': \[([0-9, ]*)\]")
+_DS_PROCS = re.compile(r"nnodes=([0-9]+), num_local_procs=([0-9]+)")
+_WORLD_SIZE = re.compile(
+    r"(?:^|[^A-Za-z_])(?:dist_|global_)?(?:world_size|WORLD_SIZE|world size)['\"]?[ \t]*[:=][ \t]*"
+    r"([0-9]+)"
+)
+_NPROC_FLAG = re.compile(r"--nproc[_-]per[_-]node[= ]([0-9]+)")
+_NNODES_FLAG = re.compile(r"--nnodes[= ](?:[0-9]+:)?([0-9]+)")
+_ACCEL_VALUE = re.compile(r"`--(num_processes|num_machines)` was set to a value of `([0-9]+)`")
+_ACCEL_FLAG = re.compile(r"--(num_processes|num_machines)[= ]([0-9]+)")
+_NUM_WORKERS = re.compile(
+    r"(?<![A-Za-z_])(?:dataloader_)?num_workers['\"]?[ \t]*[:= ][ \t]*([0-9]+)"
+)
+
+
+def world_facts(text: str) -> list[tuple[str, int]]:
+    """(key, value) pairs for the world layout a line states: `launcher.nnodes`,
+    `launcher.nproc_per_node`, `launcher.world_size` (torchelastic's WORLD INFO DICT,
+    deepspeed's num_local_procs, world_size values, torchrun and accelerate flags)."""
+    found: list[tuple[str, int]] = []
+    if m := _WORLD_DICT.search(text):
+        sizes = [
+            len([r for r in ranks.split(",") if r.strip()])
+            for ranks in _WORLD_HOST.findall(m.group(1))
+        ]
+        if sizes:
+            found.append(("launcher.nnodes", len(sizes)))
+            found.append(("launcher.nproc_per_node", max(sizes)))
+            found.append(("launcher.world_size", sum(sizes)))
+    if m := _DS_PROCS.search(text):
+        found.append(("launcher.nnodes", int(m.group(1))))
+        found.append(("launcher.nproc_per_node", int(m.group(2))))
+    if m := _WORLD_SIZE.search(text):
+        found.append(("launcher.world_size", int(m.group(1))))
+    if m := _NPROC_FLAG.search(text):
+        found.append(("launcher.nproc_per_node", int(m.group(1))))
+    if m := _NNODES_FLAG.search(text):
+        found.append(("launcher.nnodes", int(m.group(1))))
+    flags = () if "unintended" in text else tuple(_ACCEL_FLAG.finditer(text))
+    for m in (*_ACCEL_VALUE.finditer(text), *flags):
+        key = "launcher.world_size" if m.group(1) == "num_processes" else "launcher.nnodes"
+        found.append((key, int(m.group(2))))
+    return found
+
+
+def num_workers(text: str) -> int | None:
+    """The DataLoader worker count a command line or an args dump states."""
+    m = _NUM_WORKERS.search(text)
+    return int(m.group(1)) if m else None
