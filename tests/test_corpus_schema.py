@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from crashlens.model import InputKind
+
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
 CATEGORIES = frozenset(
@@ -19,20 +21,7 @@ CATEGORIES = frozenset(
 )
 LABELS = CATEGORIES | {"none"}
 DIFFICULTIES = frozenset({"easy", "medium", "hard"})
-INPUT_KINDS = frozenset(
-    {
-        "launcher",
-        "dmesg",
-        "docker_inspect",
-        "docker_compose",
-        "nvidia_smi",
-        "df",
-        "ipcs",
-        "ulimit",
-        "torchelastic_error",
-        "other",
-    }
-)
+INPUT_KINDS = frozenset(kind.value for kind in InputKind)
 REQUIRED = ("label", "also_ok", "source", "label_evidence", "difficulty", "inputs")
 MIN_CASES = 20
 MAX_CASE_BYTES = 200 * 1024
