@@ -305,6 +305,12 @@ class Report:
     failure stand for it with the same rule. None when the verdict is `none`. Not in the JSON."""
     first_failure_rank: int | None = None
     """The rank torchelastic names as the first observed failure, when it names one."""
+    first_failure_at: float | None = None
+    """Epoch seconds (UTC) of the first failure, when a failure line is dated (a yearless time
+    placed in `yearless_year`); see `crashlens.decide.when`. Not in the JSON."""
+    yearless_year: int | None = None
+    """The year the inputs' yearless times (glog, syslog) belong to, when a dated line or
+    torchelastic's report tells it. Not in the JSON."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """Reasoning the report wants a person to read (why a symptom was demoted...)."""
     schema_version: int = 1

@@ -16,6 +16,7 @@ from crashlens.decide.classifier import Model, shipped_model
 from crashlens.decide.policy import Candidate, Decision, WeighedHit, decide
 from crashlens.decide.remedy import GENERIC_CHECKS, actions, base_context, hit_context, summary
 from crashlens.decide.rerank import rerank
+from crashlens.decide.when import failure_time
 from crashlens.inputs.discover import Source, iter_inputs
 from crashlens.match.engine import analyze_source
 from crashlens.match.rules import Rule, Step, rule_index, shipped_rules
@@ -91,13 +92,22 @@ def _analyze_one(
 
 
 def build_report(
-    analyses: Sequence[InputAnalysis], rules: tuple[Rule, ...], model: Model | None = None
+    analyses: Sequence[InputAnalysis],
+    rules: tuple[Rule, ...],
+    model: Model | None = None,
+    year_hint: float | None = None,
 ) -> Report:
-    """Decide across inputs (rules, then the classifier if given) and build the report."""
+    """Decide across inputs (rules, then the classifier if given) and build the report.
+
+    `year_hint` (epoch seconds, e.g. the newest input's mtime) gives yearless times a year
+    when no line of the inputs is dated."""
     decision = decide(analyses, rules)
     if model is not None:
         decision = rerank(analyses, decision, model)
     facts = [item for analysis in analyses for item in analysis.facts]
+    hits = [hit for analysis in analyses for hit in analysis.hits]
+    top = decision.candidates[0].category if decision.candidates else None
+    when = failure_time(decision.first_failure, hits, facts, top, year_hint)
     by_id = rule_index(rules).by_id
     causes = tuple(_cause(c, by_id, facts) for c in decision.candidates)
     checks: tuple[Action, ...] = ()
@@ -113,6 +123,8 @@ def build_report(
         first_failure=_first_failure_evidence(decision),
         lead=_lead(analyses, decision),
         first_failure_rank=decision.first_failure_rank,
+        first_failure_at=when.at,
+        yearless_year=when.yearless_year,
         notes=decision.notes,
         crashlens_version=__version__,
     )
@@ -165,6 +177,7 @@ def _evidence(hit: Hit, note: str | None) -> Evidence:
         rank=hit.rank,
         host=hit.host,
         timestamp=hit.timestamp,
+        clock=hit.clock,
     )
 
 

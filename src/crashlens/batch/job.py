@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from crashlens.batch.fingerprint import fingerprint, normalize
 from crashlens.batch.hotspots import failure_host, implicated
@@ -20,20 +19,9 @@ from crashlens.batch.jobs import JobSpec
 from crashlens.batch.row import JobRow
 from crashlens.decide.classifier import shipped_model
 from crashlens.match.rules import shipped_rules
-from crashlens.model import (
-    Category,
-    Fact,
-    Hit,
-    InputState,
-    Report,
-    Role,
-    Verdict,
-)
-from crashlens.parsers.launcher import GLOG_YEAR
+from crashlens.model import Fact, InputState, Verdict
 from crashlens.pipeline import AnalyzeOptions, analyze_inputs, build_report
 
-EPOCH_MIN = 946_684_800.0
-"""Timestamps below 2000-01-01 are seconds since boot (raw dmesg), not wall-clock time."""
 MAX_SKIPPED_LISTED = 5
 
 
@@ -68,7 +56,8 @@ def _analyze_into(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
         reasons = "; ".join(row.skipped[:3]) or "no input"
         row.reason = f"nothing could be analyzed ({reasons})"
         return
-    report = build_report(analyses, rules, shipped_model())  # as `crashlens analyze` does
+    # As `crashlens analyze` does; the newest file's time dates a log that prints no year.
+    report = build_report(analyses, rules, shipped_model(), year_hint=row.job_mtime)
     row.verdict = report.verdict.value
     top = report.causes[0] if report.causes and report.verdict is not Verdict.NONE else None
     if top is not None:
@@ -99,10 +88,7 @@ def _analyze_into(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
         hosts.setdefault(first_host, None)
     hosts.update((h, None) for h in faults.hosts)
     row.hosts = list(hosts)
-    hits = [hit for analysis in analyses for hit in analysis.hits]
-    row.first_failure_at = _first_failure_at(
-        report, hits, facts, top.category if top else None, row.job_mtime
-    )
+    row.first_failure_at = report.first_failure_at
 
 
 def _unmatched_signature(facts: Sequence[Fact], first_rank: int | None) -> tuple[str | None, str]:
@@ -122,70 +108,3 @@ def _unmatched_signature(facts: Sequence[Fact], first_rank: int | None) -> tuple
             if item.key == key:
                 return key, f"{key}={item.value}"
     return None, "no failure line matched"
-
-
-def _epoch(value: float | None) -> float | None:
-    return value if value is not None and value >= EPOCH_MIN else None
-
-
-def _yearless(value: float) -> bool:
-    """A glog time (month and day only), which the launcher parser puts in GLOG_YEAR."""
-    return datetime.fromtimestamp(value, UTC).year == GLOG_YEAR
-
-
-def _rebase(value: float, reference: float) -> float:
-    """Put a yearless time in the year of `reference` (the year before, if it would be later)."""
-    when = datetime.fromtimestamp(value, UTC)
-    year = datetime.fromtimestamp(reference, UTC).year
-    for candidate in (year, year - 1):
-        try:
-            moved = when.replace(year=candidate)
-        except ValueError:  # 29 February
-            moved = when.replace(year=candidate, day=28)
-        if moved.timestamp() <= reference + 86400 or candidate != year:
-            return moved.timestamp()
-    return value  # pragma: no cover
-
-
-def _first_failure_at(
-    report: Report,
-    hits: Sequence[Hit],
-    facts: Sequence[Fact],
-    category: Category | None,
-    mtime: float | None,
-) -> float | None:
-    """Epoch seconds of the first failure line, when the logs carry wall-clock time.
-
-    In order: the report's first failure; torchelastic's root-cause time; the earliest timed
-    line of the top cause; the earliest timed failure line. A glog time has no year: it gets
-    the year of a dated line of the job, else of the job's newest file.
-    """
-    elastic = None
-    for item in facts:
-        when = item.attr("time") if item.key == "launcher.first_failure" else None
-        if isinstance(when, str):
-            elastic = _parse_time(when)
-            break
-    failures = [h for h in hits if h.role is not Role.CONTEXT and _epoch(h.timestamp)]
-    dated = [h.timestamp for h in failures if h.timestamp and not _yearless(h.timestamp)]
-    reference = min(dated) if dated else elastic if elastic is not None else mtime
-    first = _epoch(report.first_failure.timestamp) if report.first_failure else None
-    own = [h.timestamp for h in failures if h.category is category and h.timestamp]
-    every = [h.timestamp for h in failures if h.timestamp]
-    for value in (first, elastic, min(own, default=None), min(every, default=None)):
-        if value is None:
-            continue
-        if not _yearless(value):
-            return value
-        return _rebase(value, reference) if reference is not None else None
-    return None
-
-
-def _parse_time(text: str) -> float | None:
-    """torchelastic's `2024-03-20_12:55:16` (local time of the node; read as UTC)."""
-    for layout in ("%Y-%m-%d_%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"):
-        try:
-            return datetime.strptime(text.strip(), layout).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            continue
-    return None

@@ -27,7 +27,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from crashlens.match.rules import Rule, rule_index
-from crashlens.model import Category, Fact, Hit, InputAnalysis, InputKind, Role, Verdict
+from crashlens.model import Category, Clock, Fact, Hit, InputAnalysis, InputKind, Role, Verdict
 
 VERDICT_THRESHOLD = 0.5
 """Below this confidence the top cause is reported, but the verdict is `unknown`."""
@@ -311,14 +311,15 @@ def _earliest_failure(
         on_rank = [h for h in failures if h.rank == first_rank]
         if on_rank:
             failures = on_rank
-    # Timestamps are not comparable across inputs (raw dmesg counts seconds since boot, and
-    # many launcher lines carry none), so the story is read in line order: within the input
-    # whose first failure line is timed earliest, or else the first input that failed.
+    # Only wall-clock times compare across inputs (raw dmesg counts seconds since boot, glog
+    # and syslog print no year, many launcher lines carry no time), so the story is read in
+    # line order: within the input whose first failure line is timed earliest when every
+    # input's is on the wall clock, or else the first input that failed.
     by_path: dict[str, list[Hit]] = defaultdict(list)
     for hit in failures:
         by_path[hit.path].append(hit)
     firsts = [min(group, key=lambda h: h.lineno or 0) for group in by_path.values()]
-    timed = [h for h in firsts if h.timestamp is not None and h.timestamp > 1e9]
+    timed = [h for h in firsts if h.timestamp is not None and h.clock is Clock.WALL]
     if len(timed) == len(firsts) and timed:
         return min(timed, key=lambda h: (h.timestamp or 0.0, h.path))
     return min(firsts, key=lambda h: (_NARRATIVE.get(kinds.get(h.path), 9), h.path))

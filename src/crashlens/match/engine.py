@@ -25,7 +25,16 @@ from crashlens.inputs.read import (
 )
 from crashlens.match.rules import Rule
 from crashlens.match.scan import Backend, ScanPattern, make_backend, scan_chunks
-from crashlens.model import Fact, Hit, InputAnalysis, InputKind, InputState, InputStatus, Line
+from crashlens.model import (
+    Clock,
+    Fact,
+    Hit,
+    InputAnalysis,
+    InputKind,
+    InputState,
+    InputStatus,
+    Line,
+)
 from crashlens.parsers import PARSERS, get_parser
 from crashlens.parsers.base import DocumentParser, LogParser, Parser, clean_line
 
@@ -184,6 +193,7 @@ def _hit(
     rank: int | None = None,
     host: str | None = None,
     timestamp: float | None = None,
+    clock: Clock | None = None,
 ) -> Hit:
     return Hit(
         rule_id=rule.id,
@@ -197,6 +207,7 @@ def _hit(
         rank=rank,
         host=host,
         timestamp=timestamp,
+        clock=clock,
         also=rule.also,
         against=rule.against,
     )
@@ -206,7 +217,8 @@ def line_hits(rule: Rule, line: Line, captures: dict[str, str]) -> Hit:
     """A Hit for `rule` on `line`, its text centred on the match."""
     shown = _segment(line.raw, rule).strip()
     text = _shorten(shown, rule.match_start(shown))
-    return _hit(rule, line.path, line.lineno, text, captures, line.rank, line.host, line.timestamp)
+    origin = (line.rank, line.host, line.timestamp, line.clock)
+    return _hit(rule, line.path, line.lineno, text, captures, *origin)
 
 
 def fact_hit(rule: Rule, fact: Fact) -> Hit:
