@@ -5,17 +5,28 @@ from __future__ import annotations
 import re
 import re._constants as _sre
 import re._parser as _parser
+import shutil
 import string
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from crashlens.errors import PatternError
-from crashlens.match.rules import Rule, default_pattern_dir, fact_from_line, load_rules
+from crashlens.match.rules import (
+    PLACEHOLDERS,
+    REMEDY_DIR,
+    Rule,
+    default_pattern_dir,
+    fact_from_line,
+    load_remedies,
+    load_rules,
+)
 from crashlens.model import Category
 
 RULES = load_rules(default_pattern_dir())
 IDS = [rule.id for rule in RULES]
+REMEDIES = load_remedies(default_pattern_dir())
 
 
 def _hits(rule: Rule, example: str) -> bool:
@@ -108,39 +119,6 @@ def test_patterns_have_a_distinctive_literal(rule: Rule) -> None:
         assert _required_literal(parsed) >= 4, f"{rule.source}: no 4-char literal in {pattern!r}"
 
 
-_PLACEHOLDERS = frozenset(
-    [
-        "shm_recommend",
-        "shm_basis",
-        "shm_size_h",
-        "gpu_count",
-        "num_workers",
-        "gpu_index",
-        "gpu_pci",
-        "gpu_serial",
-        "gpu_uuid",
-        "host",
-        "rank",
-        "exit_code",
-        "xid",
-        "xid_meaning",
-        "xid_action",
-        "oom_victim",
-        "anon_rss_h",
-        "memory_limit_h",
-        "tried_h",
-        "total_h",
-        "free_h",
-        "mount",
-        "path",
-        "driver_version",
-        "cuda_version",
-        "module_version",
-        "client_version",
-    ]
-)
-
-
 @pytest.mark.parametrize("rule", RULES, ids=IDS)
 def test_placeholders_are_known_and_droppable(rule: Rule) -> None:
     """A `{name}` must be a known placeholder or a named group; one step must need none."""
@@ -152,16 +130,23 @@ def test_placeholders_are_known_and_droppable(rule: Rule) -> None:
         fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
         assert all(re.fullmatch(r"[a-z_]+", f) for f in fields), f"{rule.source}: stray brace"
         for name in fields:
-            assert name in _PLACEHOLDERS | groups, f"{rule.source}: unknown placeholder {{{name}}}"
+            assert name in PLACEHOLDERS.keys() | groups, f"{rule.source}: unknown {{{name}}}"
     steps = rule.remediation or rule.next_checks
     assert any("{" not in s.text + (s.command or "") for s in steps), (
         f"{rule.source}: add a step without placeholders (steps with unfilled ones are dropped)"
     )
 
 
+def _library_with_remedies(tmp_path: Path) -> Path:
+    """A library folder holding the shipped remedy blocks and no rules yet."""
+    library = tmp_path / "patterns"
+    shutil.copytree(default_pattern_dir() / REMEDY_DIR, library / REMEDY_DIR)
+    return library
+
+
 def test_library_cache_gives_the_same_rules_and_survives_damage(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path / "cache"))
-    library = tmp_path / "patterns"
+    library = _library_with_remedies(tmp_path)
     for rule in RULES[:5]:
         source = Path(rule.source)
         (library / source.parent.name).mkdir(parents=True, exist_ok=True)
@@ -172,7 +157,8 @@ def test_library_cache_gives_the_same_rules_and_survives_damage(tmp_path, monkey
     assert load_rules(library) == fresh  # from the cache
     entries[0].write_bytes(b"{not json")
     assert load_rules(library) == fresh  # a damaged entry is rebuilt
-    first = next(library.glob("*/*.toml"))
+    first = Path(RULES[0].source)
+    first = library / first.parent.name / first.name
     first.write_text(first.read_text().replace("weight = ", "weight = 0.5 #"), encoding="utf-8")
     assert load_rules(library) != fresh  # an edited file is not served from the cache
     assert len(list((tmp_path / "cache").glob("rules-*.json"))) == 2
@@ -180,7 +166,7 @@ def test_library_cache_gives_the_same_rules_and_survives_damage(tmp_path, monkey
 
 def test_a_broken_rule_is_reported_even_when_a_cache_exists(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path / "cache"))
-    library = tmp_path / "patterns"
+    library = _library_with_remedies(tmp_path)
     source = Path(RULES[0].source)
     (library / source.parent.name).mkdir(parents=True)
     target = library / source.parent.name / source.name
@@ -192,12 +178,64 @@ def test_a_broken_rule_is_reported_even_when_a_cache_exists(tmp_path, monkeypatc
         load_rules(library)
 
 
-def test_a_rule_with_a_toml_date_still_loads_uncached(tmp_path, monkeypatch) -> None:
+def test_a_changed_remedy_reaches_its_rules_through_the_cache(tmp_path, monkeypatch) -> None:
+    """Rule tables come from the cache, blocks are read afresh: an edit to a block shows."""
     monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path / "cache"))
-    library = tmp_path / "patterns"
-    source = Path(RULES[0].source)
-    (library / source.parent.name).mkdir(parents=True)
-    text = source.read_text(encoding="utf-8").replace("\n[", "\nadded = 2024-05-01\n\n[", 1)
-    (library / source.parent.name / source.name).write_text(text, encoding="utf-8")
-    assert load_rules(library)[0].id == RULES[0].id
-    assert not list((tmp_path / "cache").glob("rules-*.json"))
+    library = _library_with_remedies(tmp_path)
+    rule = next(r for r in RULES if "{ use = 'shm-resize' }" in Path(r.source).read_text())
+    (library / "shm").mkdir()
+    shutil.copy(rule.source, library / "shm")
+    assert load_rules(library)[0].remediation == rule.remediation
+    block = library / REMEDY_DIR / "shm-resize.toml"
+    block.write_text(block.read_text().replace("Stopgap while", "Until then,"), encoding="utf-8")
+    changed = load_rules(library)[0].remediation
+    assert changed != rule.remediation
+    assert any(step.text.startswith("Until then,") for step in changed)
+    block.unlink()
+    with pytest.raises(PatternError, match="unknown remedy 'shm-resize'"):
+        load_rules(library)
+
+
+def _own_steps(rule: Rule) -> dict[str, list[tuple[str, str | None]]]:
+    """The steps written in the rule's file (not those its `use` items bring in)."""
+    table = tomllib.loads(Path(rule.source).read_text(encoding="utf-8"))["remediation"]
+    return {
+        key: [
+            (item["text"], item.get("command")) for item in table.get(key, []) if "use" not in item
+        ]
+        for key in ("steps", "next_checks")
+    }
+
+
+@pytest.mark.parametrize("rule", RULES, ids=IDS)
+def test_rule_does_not_copy_a_whole_remedy_block(rule: Rule) -> None:
+    """Shared steps are written once: a rule that needs a whole block uses it by name."""
+    for key, own in _own_steps(rule).items():
+        for remedy in REMEDIES.values():
+            block = [(step.text, step.command) for step in remedy.steps]
+            runs = [own[i : i + len(block)] for i in range(len(own) - len(block) + 1)]
+            assert block not in runs, (
+                f"{rule.source}: `{key}` copies the steps of {remedy.source}: "
+                f"write {{ use = '{remedy.name}' }} instead"
+            )
+
+
+def test_every_remedy_block_is_used() -> None:
+    used = {
+        item["use"]
+        for rule in RULES
+        for key in ("steps", "next_checks")
+        for item in tomllib.loads(Path(rule.source).read_text(encoding="utf-8"))
+        .get("remediation", {})
+        .get(key, [])
+        if isinstance(item, dict) and "use" in item
+    }
+    idle = {
+        name for name, remedy in REMEDIES.items() if name not in used and not remedy.generic_for
+    }
+    assert not idle, f"remedy blocks no rule uses: {sorted(idle)}"
+
+
+def test_every_category_and_the_unknown_verdict_have_generic_checks() -> None:
+    generic = {remedy.generic_for for remedy in REMEDIES.values()}
+    assert generic >= {category.value for category in Category} | {"unknown"}

@@ -1,10 +1,12 @@
 """Remediation specific to the evidence: rule steps with `{placeholders}` filled from facts.
 
-A rule's steps are data (patterns/*.toml); what makes them specific is the values computed
-here from everything the inputs said: the GPU count and DataLoader workers give a concrete
-`--shm-size`, an Xid's PCI id is matched to the GPU's index and serial from nvidia-smi, the
-OOM killer's figures, the two versions that conflict. A step whose placeholders cannot all be
-filled is dropped, so no report shows a half-empty command.
+A rule's steps are data (patterns/*.toml, shared blocks in patterns/remedies/); what makes
+them specific is the values computed here from everything the inputs said: the GPU count and
+DataLoader workers give a concrete `--shm-size`, an Xid's PCI id is matched to the GPU's index
+and serial from nvidia-smi, the OOM killer's figures, the two versions that conflict. The
+names are those of `crashlens.match.rules.PLACEHOLDERS`, the registry the loader checks rule
+texts against. A step whose placeholders cannot all be filled is dropped, so no report shows
+a half-empty command.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 
-from crashlens.match.rules import Rule, Step
+from crashlens.library import default_pattern_dir
+from crashlens.match.rules import GENERIC_UNKNOWN, Remedy, Rule, Step, load_remedies
 from crashlens.model import Action, Category, Fact, FactValue, Hit
 from crashlens.text.ids import pci_label
 from crashlens.text.sizes import human_bytes
@@ -243,75 +247,20 @@ def summary(rule: Rule, ctx: Mapping[str, str]) -> str:
     return fill(rule.summary, ctx) or rule.title
 
 
-GENERIC_CHECKS: dict[Category | None, tuple[Action, ...]] = {
-    None: (
-        Action(
-            "Collect the kernel log of every node from around the time of the failure.",
-            "sudo dmesg -T | tail -n 500 > dmesg.txt",
-        ),
-        Action(
-            "Record the GPUs' state, ECC and row-remapping counters.",
-            "nvidia-smi -q > nvidia-smi-q.txt",
-        ),
-        Action(
-            "If the job ran in a container, keep its configuration (ShmSize, OOMKilled).",
-            "docker inspect <container> > docker_inspect.json",
-        ),
-        Action(
-            "Check shared memory and disk space where the job ran.", "df -h /dev/shm / > df.txt"
-        ),
-        Action(
-            "Keep the full launcher output of every node, not only its tail: the first "
-            "failing rank's traceback is usually well before the end."
-        ),
-    ),
-    Category.HOST_OOM: (
-        Action(
-            "Confirm the kernel killed the process for memory.",
-            "sudo dmesg -T | grep -iE 'out of memory|oom-kill|killed process'",
-        ),
-        Action(
-            "In a container, check whether it was OOM-killed.",
-            "docker inspect --format '{{.State.OOMKilled}}' <container>",
-        ),
-    ),
-    Category.SHM: (
-        Action("Check the size and use of /dev/shm where the job ran.", "df -h /dev/shm"),
-        Action(
-            "Check the container's shared memory size.",
-            "docker inspect --format '{{.HostConfig.ShmSize}} {{.HostConfig.IpcMode}}' <container>",
-        ),
-    ),
-    Category.HARDWARE: (
-        Action(
-            "Look for Xid, ECC and PCIe errors in the kernel log.",
-            "sudo dmesg -T | grep -iE 'NVRM: Xid|fallen off|AER|mce|EDAC'",
-        ),
-        Action("Read the GPUs' ECC and row-remapping state.", "nvidia-smi -q -d ECC,ROW_REMAPPER"),
-    ),
-    Category.GPU_OOM: (Action("See which processes hold GPU memory.", "nvidia-smi"),),
-    Category.NETWORK: (
-        Action(
-            "Rerun with NCCL logging to see which peer and transport failed.",
-            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET <your launch command>",
-        ),
-        Action(
-            "Check the kernel logs of all nodes for a GPU or NIC fault behind the timeout.",
-            "sudo dmesg -T | grep -iE 'NVRM: Xid|mlx5|link down'",
-        ),
-    ),
-    Category.DRIVER: (
-        Action(
-            "Compare the driver and the CUDA runtime versions.",
-            "nvidia-smi; python -c 'import torch; print(torch.version.cuda)'",
-        ),
-    ),
-    Category.FILESYSTEM: (
-        Action(
-            "Check free space and inodes where checkpoints and caches are written.", "df -h; df -i"
-        ),
-    ),
-    Category.PERMISSIONS: (
-        Action("Check the locked-memory limit and the user the job runs as.", "ulimit -a; id"),
-    ),
-}
+def generic_checks(remedies: Mapping[str, Remedy]) -> Mapping[Category | None, tuple[Action, ...]]:
+    """The checks of the `generic_for` blocks, by category; None: what `unknown` ends with.
+
+    Every key is present (empty when no block names it), so a caller need not guess.
+    """
+    checks: dict[Category | None, tuple[Action, ...]] = dict.fromkeys((None, *Category), ())
+    for remedy in remedies.values():
+        if remedy.generic_for is None:
+            continue
+        key = None if remedy.generic_for == GENERIC_UNKNOWN else Category(remedy.generic_for)
+        checks[key] = tuple(Action(step.text, step.command) for step in remedy.steps)
+    return MappingProxyType(checks)
+
+
+GENERIC_CHECKS = generic_checks(load_remedies(default_pattern_dir()))
+"""Checks every cause of a category ends with, and those an `unknown` verdict shows (key
+None): the `patterns/remedies/checks-*.toml` blocks, read once per process."""

@@ -2,22 +2,26 @@
 
 A rule is data: what it matches (line regexes, or conditions on parsed facts), the category
 and role of a hit, how much a hit weighs, what to do about it, and examples that must and
-must not match (run by the test suite). A malformed rule is fatal and names its file and
-field, before any input is read.
+must not match (run by the test suite). Remediation steps that several rules share are
+written once, as named blocks in `patterns/remedies/`, and a rule includes one with
+`{ use = '<name>' }` where the block's steps belong. A malformed rule or block is fatal and
+names its file and field, before any input is read. This module is the authority on the
+schema: `FIELDS` lists every field it accepts and `PLACEHOLDERS` every `{name}` a text may use.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
+import string
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from crashlens.errors import PatternError
@@ -28,6 +32,73 @@ from crashlens.parsers import LOG_KINDS  # what `inputs = ["logs"]` stands for: 
 
 _OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex")
 _FLAGS = {"IGNORECASE": re.IGNORECASE}
+
+FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "rule": frozenset(
+            {
+                "id", "category", "role", "weight", "title", "summary", "inputs", "flags",
+                "knock_on", "failure", "against", "also", "match", "remediation", "examples",
+            }
+        ),
+        "match": frozenset({"any", "none", "facts"}),
+        "match.facts": frozenset({"key", "op", "value", "where", "where_not"}),
+        "remediation": frozenset({"steps", "next_checks", "references"}),
+        "step": frozenset({"text", "command", "use"}),
+        "examples": frozenset({"match", "no_match", "known_miss"}),
+        "remedy": frozenset({"about", "steps", "generic_for"}),
+    }
+)  # fmt: skip
+"""Every field the loader accepts, by table (`also` is open: its keys are categories).
+
+Any other field is refused, so a misspelt one (`knock-on`) cannot be silently ignored.
+`step` is an item of `steps` / `next_checks`; `remedy` is a file of `patterns/remedies/`."""
+
+PLACEHOLDERS: Mapping[str, str] = MappingProxyType(
+    {
+        "shm_recommend": "recommended --shm-size (e.g. `16g`), computed from the GPU count and "
+        "DataLoader workers; unset when neither is known",
+        "shm_basis": "what that size is computed from, e.g. `4 GPUs x 4 DataLoader workers each`",
+        "shm_size_h": "the current /dev/shm size, human-readable",
+        "gpu_count": "GPUs on the node (nvidia-smi, else the launcher's nproc_per_node, else "
+        "docker's GPU request)",
+        "num_workers": "DataLoader workers, from the command line",
+        "gpu_index": "index of the GPU the evidence points at",
+        "gpu_pci": "PCI bus id of that GPU (`0000:1b:00.0`)",
+        "gpu_serial": "serial number of that GPU (from nvidia-smi or the kernel log)",
+        "gpu_uuid": "UUID of that GPU",
+        "host": "the failing node",
+        "rank": "the failing global rank",
+        "exit_code": "the failing rank's exit code",
+        "xid": "the Xid code",
+        "xid_meaning": "what the Xid means (patterns/tables/xid.toml)",
+        "xid_action": "what to do about the Xid (patterns/tables/xid.toml)",
+        "oom_victim": "the process the OOM killer killed",
+        "anon_rss_h": "the victim's resident memory, human-readable",
+        "memory_limit_h": "the container's memory limit, human-readable",
+        "tried_h": "the memory a CUDA OOM tried to allocate, human-readable",
+        "total_h": "the GPU's total memory in a CUDA OOM, human-readable",
+        "free_h": "the GPU's free memory in a CUDA OOM, human-readable",
+        "mount": "mount point of the fullest filesystem (95 % or more used)",
+        "path": "the path that failed (a named group of the rule's pattern)",
+        "driver_version": "the NVIDIA driver version (nvidia-smi)",
+        "cuda_version": "the CUDA version the driver supports (nvidia-smi)",
+        "module_version": "the kernel module's version in an API mismatch",
+        "client_version": "the user-space client's version in an API mismatch",
+    }
+)
+"""Every `{name}` a summary or step may use besides the rule's own named groups, with what
+it holds (`decide/remedy.py` computes them from the evidence; the README's table is checked
+against this one). A step whose placeholder has no value in a report is dropped."""
+
+_FORMATTER = string.Formatter()
+_GROUP_NAME = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
+REMEDY_DIR = "remedies"
+"""The folder of shared remediation blocks, beside the category folders."""
+NOT_RULES = frozenset({"tables", REMEDY_DIR})
+"""Folders of the library that hold data, not rules."""
+GENERIC_UNKNOWN = "unknown"
+"""`generic_for` value of the checks that an `unknown` verdict ends with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +175,25 @@ class Step:
 
     text: str
     command: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    """A named block of steps in `patterns/remedies/<name>.toml`, written once for many rules.
+
+    A rule includes it with `{ use = '<name>' }` in its `steps` or `next_checks`; the block's
+    steps take that item's place, in order.
+    """
+
+    name: str
+    about: str
+    """What the block is for, in one sentence (for the person choosing it)."""
+    steps: tuple[Step, ...]
+    generic_for: str | None
+    """A category whose every cause ends its next checks with these steps (they also lead the
+    checks of an `unknown` verdict when that category ranks first), or `unknown`: the checks
+    an `unknown` verdict ends with. None for a block only rules use."""
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,19 +317,86 @@ def _strings(data: dict[str, Any], key: str, path: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _steps(data: dict[str, Any], key: str, path: str) -> tuple[Step, ...]:
-    steps = []
-    for item in data.get(key, []):
+def _unknown_fields(table: dict[str, Any], kind: str, where: str, path: str) -> None:
+    unknown = set(table) - FIELDS[kind]
+    if unknown:
+        raise PatternError(path, f"`{where}` has unknown fields: {', '.join(sorted(unknown))}")
+
+
+def _steps(
+    data: dict[str, Any], key: str, path: str, remedies: Mapping[str, Remedy] | None
+) -> tuple[Step, ...]:
+    """The steps of list `key`; a `{ use = name }` item is replaced by that block's steps.
+
+    `remedies` is None while reading a block itself: blocks do not include other blocks.
+    """
+    items = data.get(key, [])
+    if not isinstance(items, list):
+        raise PatternError(path, f"`{key}` must be a list")
+    steps: list[Step] = []
+    for item in items:
         if isinstance(item, str):
             steps.append(Step(text=item))
+        elif isinstance(item, dict) and "use" in item:
+            steps.extend(_used(item, key, path, remedies))
         elif isinstance(item, dict) and isinstance(item.get("text"), str):
+            _unknown_fields(item, "step", f"{key}` item `{item['text'][:30]}…", path)
             command = item.get("command")
             if command is not None and not isinstance(command, str):
                 raise PatternError(path, f"`{key}` command must be a string")
             steps.append(Step(text=item["text"], command=command))
         else:
-            raise PatternError(path, f"each `{key}` item needs a `text` string")
+            raise PatternError(path, f"each `{key}` item needs a `text` string or a `use` name")
     return tuple(steps)
+
+
+def _used(
+    item: dict[str, Any], key: str, path: str, remedies: Mapping[str, Remedy] | None
+) -> tuple[Step, ...]:
+    name = item["use"]
+    if set(item) != {"use"} or not isinstance(name, str):
+        raise PatternError(path, f"a `{key}` item with `use` holds only the block's name")
+    if remedies is None:
+        raise PatternError(path, f"`{key}` uses {name!r}: a remedy block cannot use another")
+    remedy = remedies.get(name)
+    if remedy is None:
+        known = ", ".join(sorted(remedies)) or "none"
+        raise PatternError(
+            path, f"`{key}` uses unknown remedy {name!r} (patterns/{REMEDY_DIR}/ has: {known})"
+        )
+    return remedy.steps
+
+
+def _check_placeholders(
+    texts: Iterable[tuple[str, str]], allowed: Collection[str], path: str
+) -> None:
+    """Each `{name}` must be a known placeholder (or one of the rule's named groups).
+
+    A text without placeholders is shown as written, so it may hold literal braces (docker's
+    `{{.State.OOMKilled}}`); one with placeholders goes through `str.format`, so it may not.
+    """
+    for field, text in texts:
+        try:
+            parsed = list(_FORMATTER.parse(text))
+        except ValueError as error:
+            raise PatternError(path, f"`{field}` has a stray brace ({error}): {text!r}") from None
+        names = [
+            (name, spec, conversion) for _, name, spec, conversion in parsed if name is not None
+        ]
+        for name, spec, conversion in names:
+            if not name.isidentifier() or spec or conversion:
+                raise PatternError(path, f"`{field}` has a malformed placeholder {{{name}}}")
+            if name not in allowed:
+                raise PatternError(path, f"`{field}` uses unknown placeholder {{{name}}}")
+        if names and ("{{" in text or "}}" in text):
+            raise PatternError(path, f"`{field}` mixes placeholders with literal braces: {text!r}")
+
+
+def _step_texts(key: str, steps: Iterable[Step]) -> Iterable[tuple[str, str]]:
+    for step in steps:
+        yield f"{key}", step.text
+        if step.command is not None:
+            yield f"{key}` command `{step.command[:30]}…", step.command
 
 
 def _kinds(values: tuple[str, ...], path: str) -> frozenset[InputKind]:
@@ -269,8 +426,10 @@ def _fact_conditions(match: dict[str, Any], path: str) -> tuple[FactCondition, .
             raise PatternError(path, f"`match.facts` op {op!r} is not one of {', '.join(_OPS)}")
         value = _require(item, "value", (str, int, float, bool, list), path)
         if op in ("in", "not_in"):
-            if not isinstance(value, list):
-                raise PatternError(path, f"op {op!r} needs a list value")
+            if not isinstance(value, list) or not all(
+                isinstance(v, str | int | float | bool) for v in value
+            ):
+                raise PatternError(path, f"op {op!r} needs a list of strings or numbers")
             value = tuple(value)
         elif op == "regex":
             try:
@@ -279,11 +438,7 @@ def _fact_conditions(match: dict[str, Any], path: str) -> tuple[FactCondition, .
                 raise PatternError(
                     path, f"fact regex {value!r} does not compile: {error}"
                 ) from None
-        unknown = set(item) - {"key", "op", "value", "where", "where_not"}
-        if unknown:
-            raise PatternError(
-                path, f"`match.facts` has unknown fields: {', '.join(sorted(unknown))}"
-            )
+        _unknown_fields(item, "match.facts", "match.facts", path)
         conditions.append(
             FactCondition(
                 key=key,
@@ -309,21 +464,57 @@ def _qualifiers(table: object, path: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(table.items()))
 
 
+def _flag(data: dict[str, Any], key: str, default: bool, path: str) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise PatternError(path, f"`{key}` must be true or false, not {value!r}")
+    return value
+
+
 def _against(data: dict[str, Any], role: Role, path: str) -> bool:
-    against = bool(data.get("against", False))
+    against = _flag(data, "against", False, path)
     if against and role is not Role.CONTEXT:
         raise PatternError(path, "`against = true` needs role = 'context'")
     return against
 
 
+def _table_field(data: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise PatternError(path, f"`{key}` must be a table")
+    return value
+
+
+def _also(data: dict[str, Any], path: str) -> tuple[tuple[Category, float], ...]:
+    table = data.get("also", {})
+    if not isinstance(table, dict):
+        raise PatternError(path, "`also` must be a table of category = weight")
+    also = []
+    for name, value in table.items():
+        try:
+            category = Category(name)
+        except ValueError:
+            raise PatternError(path, f"`also` names unknown category {name!r}") from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+            raise PatternError(path, f"`also.{name}` must be a weight in (0, 1], not {value!r}")
+        also.append((category, float(value)))
+    return tuple(also)
+
+
 def parse_rule(
-    data: dict[str, Any], path: str, folder: str | None = None, compile_check: bool = True
+    data: dict[str, Any],
+    path: str,
+    folder: str | None = None,
+    compile_check: bool = True,
+    remedies: Mapping[str, Remedy] | None = None,
 ) -> Rule:
     """Validate one rule's TOML table; `folder` is its category folder when loaded from disk.
 
+    `remedies` are the blocks its `{ use = name }` steps may name (none by default).
     `compile_check=False` skips compiling the line patterns, for tables that already passed
     it (the rule-library cache): compiling ~450 regexes is most of the load time.
     """
+    _unknown_fields(data, "rule", "rule", path)
     rule_id = _require(data, "id", str, path)
     if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", rule_id):
         raise PatternError(path, f"id {rule_id!r} must be kebab-case")
@@ -344,6 +535,7 @@ def parse_rule(
     if not 0.0 < weight <= 1.0:
         raise PatternError(path, "weight must be in (0, 1]")
     match = _require(data, "match", dict, path)
+    _unknown_fields(match, "match", "match", path)
     patterns = _strings(match, "any", path)
     excludes = _strings(match, "none", path)
     facts = _fact_conditions(match, path)
@@ -359,37 +551,38 @@ def parse_rule(
             re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         except re.error as error:
             raise PatternError(path, f"pattern {pattern!r} does not compile: {error}") from None
-    also_table = data.get("also", {})
-    if not isinstance(also_table, dict):
-        raise PatternError(path, "`also` must be a table of category = weight")
-    also = []
-    for name, value in also_table.items():
-        try:
-            also.append((Category(name), float(value)))
-        except ValueError:
-            raise PatternError(path, f"`also` names unknown category {name!r}") from None
-    remediation = data.get("remediation", {})
-    examples = data.get("examples", {})
-    if not isinstance(remediation, dict) or not isinstance(examples, dict):
-        raise PatternError(path, "`remediation` and `examples` must be tables")
+    remediation = _table_field(data, "remediation", path)
+    _unknown_fields(remediation, "remediation", "remediation", path)
+    examples = _table_field(data, "examples", path)
+    _unknown_fields(examples, "examples", "examples", path)
+    title = _require(data, "title", str, path)
+    summary = data.get("summary", title)
+    if not isinstance(summary, str):
+        raise PatternError(path, "`summary` must be a string")
+    own_groups = {name for pattern in patterns for name in _GROUP_NAME.findall(pattern)}
+    steps = _steps(remediation, "steps", path, remedies or {})
+    next_checks = _steps(remediation, "next_checks", path, remedies or {})
+    texts = [("summary", summary), *_step_texts("remediation.steps", steps)]
+    texts += _step_texts("remediation.next_checks", next_checks)
+    _check_placeholders(texts, PLACEHOLDERS.keys() | own_groups, path)
     return Rule(
         id=rule_id,
         category=category,
         role=role,
         weight=weight,
-        title=_require(data, "title", str, path),
-        summary=str(data.get("summary", data["title"])),
+        title=title,
+        summary=summary,
         inputs=_kinds(_strings(data, "inputs", path) or ("logs",), path),
         patterns=patterns,
         excludes=excludes,
         facts=facts,
         ignore_case=ignore_case,
-        also=tuple(also),
-        knock_on=bool(data.get("knock_on", False)),
+        also=_also(data, path),
+        knock_on=_flag(data, "knock_on", False, path),
         against=_against(data, role, path),
-        failure=bool(data.get("failure", role is not Role.CONTEXT)),
-        remediation=_steps(remediation, "steps", path),
-        next_checks=_steps(remediation, "next_checks", path),
+        failure=_flag(data, "failure", role is not Role.CONTEXT, path),
+        remediation=steps,
+        next_checks=next_checks,
         references=_strings(remediation, "references", path),
         examples_match=_strings(examples, "match", path),
         examples_no_match=_strings(examples, "no_match", path),
@@ -399,8 +592,46 @@ def parse_rule(
 
 
 def load_rule_file(path: Path) -> Rule:
-    """Load and validate one rule file."""
-    return parse_rule(_table(path, path.read_bytes()), str(path), folder=path.parent.name)
+    """Load and validate one rule file (its library's remedies are beside its folder)."""
+    remedies = load_remedies(path.parent.parent)
+    table = _table(path, path.read_bytes())
+    return parse_rule(table, str(path), folder=path.parent.name, remedies=remedies)
+
+
+def parse_remedy(data: dict[str, Any], path: str) -> Remedy:
+    """Validate one remediation block; its name is its file name."""
+    _unknown_fields(data, "remedy", "remedy", path)
+    name = Path(path).stem
+    if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", name):
+        raise PatternError(path, f"remedy name {name!r} must be kebab-case")
+    about = _require(data, "about", str, path)
+    steps = _steps(data, "steps", path, None)
+    if not steps:
+        raise PatternError(path, "a remedy needs at least one item in `steps`")
+    _check_placeholders(_step_texts("steps", steps), PLACEHOLDERS.keys(), path)
+    generic_for = data.get("generic_for")
+    allowed = {category.value for category in Category} | {GENERIC_UNKNOWN}
+    if generic_for is not None and generic_for not in allowed:
+        raise PatternError(
+            path, f"`generic_for` must be a category or {GENERIC_UNKNOWN!r}, not {generic_for!r}"
+        )
+    return Remedy(name=name, about=about, steps=steps, generic_for=generic_for, source=path)
+
+
+def load_remedies(directory: Path) -> dict[str, Remedy]:
+    """The blocks of `directory/remedies/` by name; each `generic_for` at most once."""
+    remedies: dict[str, Remedy] = {}
+    generic: dict[str, str] = {}
+    for path in sorted((directory / REMEDY_DIR).glob("*.toml")):
+        remedy = parse_remedy(_table(path, path.read_bytes()), str(path))
+        if remedy.generic_for is not None:
+            if remedy.generic_for in generic:
+                also = generic[remedy.generic_for]
+                message = f"`generic_for = {remedy.generic_for!r}` is also in {also}"
+                raise PatternError(str(path), message)
+            generic[remedy.generic_for] = str(path)
+        remedies[remedy.name] = remedy
+    return remedies
 
 
 def _table(path: Path, content: bytes) -> dict[str, Any]:
@@ -417,9 +648,12 @@ def load_rules(directory: Path) -> tuple[Rule, ...]:
 
     The parsed tables of a library that passed validation are cached (as JSON, keyed by a
     digest of every file's path and bytes and the Python version): a scan forks its workers
-    only after loading the library, so its load time is paid before any job runs.
+    only after loading the library, so its load time is paid before any job runs. The
+    remedy blocks are read afresh each time (a few small files), so the rules that use them
+    are checked against the blocks as they are now.
     """
-    paths = [p for p in sorted(directory.glob("*/*.toml")) if p.parent.name != "tables"]
+    remedies = load_remedies(directory)
+    paths = [p for p in sorted(directory.glob("*/*.toml")) if p.parent.name not in NOT_RULES]
     contents = [path.read_bytes() for path in paths]
     digest = hashlib.sha256(f"{_LIBRARY_CACHE_FORMAT} {sys.version}".encode())
     for path, content in zip(paths, contents, strict=True):
@@ -430,15 +664,15 @@ def load_rules(directory: Path) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for path, table in zip(paths, tables, strict=True):
-        rule = parse_rule(table, str(path), path.parent.name, compile_check=cached is None)
+        rule = parse_rule(
+            table, str(path), path.parent.name, compile_check=cached is None, remedies=remedies
+        )
         if rule.id in seen:
             raise PatternError(str(path), f"duplicate id {rule.id!r} (also in {seen[rule.id]})")
         seen[rule.id] = str(path)
         rules.append(rule)
-    if cached is None:  # the whole library is valid: worth keeping
-        # A TOML date or time has no JSON form: such a library is just not cached.
-        with contextlib.suppress(TypeError, ValueError):
-            write_entry(entry, json.dumps(tables, ensure_ascii=False).encode("utf-8"))
+    if cached is None:  # the whole library is valid (so JSON types only): worth keeping
+        write_entry(entry, json.dumps(tables, ensure_ascii=False).encode("utf-8"))
     return tuple(sorted(rules, key=lambda r: r.id))
 
 
