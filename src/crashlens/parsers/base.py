@@ -109,7 +109,8 @@ class LogCollector(ABC):
     settled: set[int]
     """Anchors whose further lines can add nothing (a one-value fact already found): a line
     that matched only these is not even decoded. Filled by the collector as it goes; a
-    collector must only settle an anchor when skipping its lines changes no fact."""
+    collector must only settle an anchor when skipping its lines changes no fact
+    (`AnchoredCollector` fills it from each `Anchor.settles`)."""
 
     def __init__(self) -> None:
         self.settled = set()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from crashlens.model import Fact, InputKind, Line
-from crashlens.parsers.base import LogCollector, LogParser
+from crashlens.model import Fact, InputKind
+from crashlens.parsers.base import AnchoredCollector, LogCollector, LogParser
 
 
-class _NoFacts(LogCollector):
-    def feed(self, line: Line, anchors: frozenset[int]) -> None:
-        """Plain text has no structure to collect."""
+class _NoFacts(AnchoredCollector):
+    """Plain text has no structure to collect: no anchors, no facts."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, ())
 
     def finish(self) -> list[Fact]:
         return []
@@ -25,4 +27,4 @@ class PlainTextParser(LogParser):
         return 0.05 if head.strip() else 0.0
 
     def collector(self, path: str) -> LogCollector:
-        return _NoFacts()
+        return _NoFacts(path)

@@ -1,16 +1,18 @@
 """The kernel log's collector: one handler per anchor, one counted entry per distinct event.
 
 The fact keys are listed in the package docstring. `ANCHORS` (after the class) is the table:
-the scan pattern of each kind of line and the handler it feeds. The OOM killer's multi-line
-report is put together by `OomReader` (`oom.py`).
+the scan pattern of each kind of line and the handler it feeds. The NVIDIA driver's lines are
+read by `NvidiaReader` (`nvidia.py`), the OOM killer's multi-line report put together by
+`OomReader` (`oom.py`); both count into the same `EventStore`.
 """
 
 from __future__ import annotations
 
 import re
 
-from crashlens.model import Fact, FactValue, Line
+from crashlens.model import Fact, Line
 from crashlens.parsers.base import Anchor, AnchoredCollector, fact
+from crashlens.parsers.dmesg.nvidia import NvidiaReader
 from crashlens.parsers.dmesg.oom import OomReader
 from crashlens.parsers.dmesg.store import (
     MAX_ENTRIES,
@@ -21,30 +23,8 @@ from crashlens.parsers.dmesg.store import (
     clipped,
     to_int,
 )
-from crashlens.parsers.dmesg.xid import lookup
-from crashlens.text.ids import GPU_UUID_CHARS, KERNEL_PCI_NAME, PCI_ID, PCI_ID_CHARS, pci_label
+from crashlens.text.ids import KERNEL_PCI_NAME, PCI_ID_CHARS, pci_label
 
-_XID = re.compile(rf"NVRM: Xid \((?:PCI:)?({PCI_ID_CHARS})\): (\d+)(?:, (.*))?")
-_XID_PROC = re.compile(r"^pid=([^,]*), name=([^,]*)(?:, ?(.*))?$")
-_XID_CAUSE = re.compile(r"caused by previous Xid (\d+)")
-_NVLINK_FATAL = re.compile(r"\b(Nonfatal|Non-fatal|Fatal)\b")
-_SXID = re.compile(rf"(nvidia-nvswitch\d+): SXid \((?:PCI:)?({PCI_ID_CHARS})\): (\d+),? ?(.*)")
-_GPU_AT = re.compile(rf"NVRM: GPU at PCI:({PCI_ID_CHARS}): ({GPU_UUID_CHARS})")
-_GPU_SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (\S+)")
-_GPU_THE = re.compile(rf"NVRM: The NVIDIA GPU ({PCI_ID_CHARS})")
-_OFF_BUS_PCI = re.compile(rf"NVRM: GPU (?:at )?(?:PCI:)?({PCI_ID})")
-_MISMATCH = re.compile(
-    r"API mismatch: the client has the version (\d+(?:\.\d+)+)"
-    r"(?:, but[ \tNVRM:]*this kernel module has the version (\d+(?:\.\d+)+))?"
-)
-_MODULE_VERSION = re.compile(r"this kernel module has the version (\d+(?:\.\d+)+)")
-_INIT_FAILED = re.compile(
-    rf"NVRM: (?:GPU ({PCI_ID_CHARS}): )?(RmInitAdapter failed!?|rm_init_adapter failed)"
-    r"(?: ?\(([^)\n]*)\))?"
-)
-_PROBE = re.compile(
-    r"NVRM: (The NVIDIA probe routine was not called[^.]*|No NVIDIA devices probed)"
-)
 _MCE_BANK = re.compile(
     r"mce: \[Hardware Error\]: CPU (\d+): Machine Check[^:]*: \S+ Bank (\d+): (\S+)"
 )
@@ -115,114 +95,33 @@ class KernelCollector(AnchoredCollector):
         super().__init__(path, ANCHORS)
         self.store = EventStore(MAX_ENTRIES)
         self.oom = OomReader(self.store)
-        self.gpus: dict[str, dict[str, str]] = {}
-        self.last_gpu: str | None = None
-        self.mismatch: Pending | None = None
+        self.nvidia = NvidiaReader(self.store)
         self.wants_comm: Pending | None = None
         self.aer: Entry | None = None
         self.ghes: Entry | None = None
 
-    # --- NVIDIA -----------------------------------------------------------------------------
+    # --- NVIDIA (`NvidiaReader` keeps the GPUs' identities) ---------------------------
 
     def on_xid(self, line: Line) -> None:
-        found = _XID.search(line.text)
-        if not found:
-            return
-        pci, code, rest = pci_label(found[1]), int(found[2]), found[3] or ""
-        pid = process = None
-        proc = _XID_PROC.match(rest)
-        if proc:
-            pid = to_int(proc[1].strip("'"))
-            process = proc[2].strip() if proc[2].strip() not in ("", "<unknown>") else None
-            rest = proc[3] or ""
-        cause = _XID_CAUSE.search(rest)
-        fatal = _NVLINK_FATAL.search(rest) if 144 <= code <= 150 else None
-        self.store.add(
-            ("xid", code, pci), "kernel.xid", code, line, pci=pci, pid=pid, process=process,
-            message=clipped(rest) or None, caused_by=int(cause[1]) if cause else None,
-            nvlink_fatal=(fatal[1] == "Fatal") if fatal else None,
-        )  # fmt: skip
-        if code == 79:
-            self.store.add(("off_bus", pci), "kernel.gpu_off_bus", True, line, pci=pci)
+        self.nvidia.read_xid(line)
 
     def on_gpu_identity(self, line: Line) -> None:
-        found = _GPU_AT.search(line.text)
-        if found:
-            pci = pci_label(found[1])
-            if pci in self.gpus or len(self.gpus) < 256:
-                self.gpus.setdefault(pci, {})["uuid"] = found[2]
-            self.last_gpu = pci
-            return
-        serial = _GPU_SERIAL.search(line.text)
-        if serial and self.last_gpu in self.gpus:
-            self.gpus[self.last_gpu]["serial"] = serial[1]
-            return
-        the = _GPU_THE.search(line.text)
-        if the:
-            self.last_gpu = pci_label(the[1])
+        self.nvidia.read_gpu_identity(line)
 
     def on_off_bus(self, line: Line) -> None:
-        if "NVRM: Xid" in line.text or "fallen off the bus" not in line.text:
-            return
-        found = _OFF_BUS_PCI.search(line.text)
-        pci = pci_label(found[1]) if found else (self.last_gpu or "")
-        self.store.add(("off_bus", pci), "kernel.gpu_off_bus", True, line, pci=pci or None)
+        self.nvidia.read_off_bus(line)
 
     def on_mismatch(self, line: Line) -> None:
-        found = _MISMATCH.search(line.text)
-        if found:
-            self._flush_mismatch()
-            self.mismatch = Pending(line, {"client": found[1]})
-            if found[2]:
-                self._finish_mismatch(found[2])
-            return
-        module = _MODULE_VERSION.search(line.text)
-        if module and self.mismatch and line.lineno - self.mismatch.lineno <= PENDING_LINES:
-            self._finish_mismatch(module[1])
-
-    def _finish_mismatch(self, module: str | None) -> None:
-        pending, self.mismatch = self.mismatch, None
-        if pending is None:
-            return
-        client = pending.fields["client"]
-        value = f"client {client}, kernel module {module or 'unknown'}"
-        where = pending.line
-        self.store.add(
-            ("mismatch", client, module), "kernel.nvrm_mismatch", value, where,
-            client_version=client, module_version=module,
-        )  # fmt: skip
-
-    def _flush_mismatch(self) -> None:
-        if self.mismatch is not None:
-            self._finish_mismatch(None)
+        self.nvidia.read_mismatch(line)
 
     def on_init_failed(self, line: Line) -> None:
-        found = _INIT_FAILED.search(line.text)
-        if not found:
-            return
-        pci = pci_label(found[1]) if found[1] else ""
-        value = f"{found[2]} ({found[3]})" if found[3] else found[2]
-        entry = self.store.add(
-            ("init", pci), "kernel.nvrm_init_failed", value, line,
-            pci=pci or None, code=found[3],
-        )  # fmt: skip
-        # `RmInitAdapter failed! (code)` is the line to show; it may follow rm_init_adapter.
-        if entry is not None and found[2].startswith("RmInit") and entry.lineno != line.lineno:
-            entry.value, entry.lineno, entry.text = value, line.lineno, line.raw
+        self.nvidia.read_init_failed(line)
 
     def on_probe(self, line: Line) -> None:
-        found = _PROBE.search(line.text)
-        if found:
-            self.store.add(("probe",), "kernel.nvrm_probe_failed", found[1].strip(), line)
+        self.nvidia.read_probe(line)
 
     def on_sxid(self, line: Line) -> None:
-        found = _SXID.search(line.text)
-        if found:
-            pci = pci_label(found[2])
-            self.store.add(
-                ("sxid", int(found[3]), pci), "kernel.sxid", int(found[3]), line, pci=pci,
-                switch=found[1], message=clipped(found[4]) or None,
-            )  # fmt: skip
+        self.nvidia.read_sxid(line)
 
     # --- OOM (`OomReader` puts the report together) -----------------------------------
 
@@ -442,13 +341,13 @@ class KernelCollector(AnchoredCollector):
 
     def finish(self) -> list[Fact]:
         """Complete the pending records and turn every distinct event into a fact."""
-        self._flush_mismatch()
+        self.nvidia.flush()
         self.oom.flush()
         facts: list[Fact] = []
         for entry in self.store.entries.values():
             attrs = dict(entry.attrs)
             if entry.key == "kernel.xid":
-                attrs.update(self._xid_attrs(int(entry.value), str(attrs.get("pci") or "")))
+                attrs.update(self.nvidia.xid_attrs(int(entry.value), str(attrs.get("pci") or "")))
             facts.append(
                 fact(
                     entry.key,
@@ -463,19 +362,6 @@ class KernelCollector(AnchoredCollector):
         if self.store.dropped:
             facts.append(fact("kernel.dropped_entries", self.store.dropped, self.path))
         return facts
-
-    def _xid_attrs(self, code: int, pci: str) -> dict[str, FactValue | None]:
-        info = lookup(code)
-        gpu = self.gpus.get(pci, {})
-        attrs: dict[str, FactValue | None] = {"uuid": gpu.get("uuid"), "serial": gpu.get("serial")}
-        if info is None:
-            attrs["meaning"] = f"Xid {code} is not in crashlens's catalog"
-            return attrs
-        attrs.update(
-            name=info.name, meaning=info.meaning, action=info.action,
-            bucket=info.bucket or None, category=info.category, severity=info.severity,
-        )  # fmt: skip
-        return attrs
 
 
 K = KernelCollector
