@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from crashlens.errors import PatternError
+from crashlens.lab.train import rules_digest
 from crashlens.match.rules import (
     PLACEHOLDERS,
     REMEDY_DIR,
@@ -239,3 +240,24 @@ def test_every_remedy_block_is_used() -> None:
 def test_every_category_and_the_unknown_verdict_have_generic_checks() -> None:
     generic = {remedy.generic_for for remedy in REMEDIES.values()}
     assert generic >= {category.value for category in Category} | {"unknown"}
+
+
+def test_classifier_digest_follows_what_features_read_and_nothing_else(
+    tmp_path, monkeypatch
+) -> None:
+    """Rewording a rule or its remediation keeps the shipped model fresh; a weight does not."""
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path / "cache"))
+    library = tmp_path / "patterns"
+    shutil.copytree(default_pattern_dir(), library)
+    before = rules_digest(library)
+    assert before == rules_digest()
+    target = library / "shm" / "shm-docker-small.toml"
+    original = target.read_text(encoding="utf-8")
+    reworded = original.replace("title = '", "title = 'Reworded: ", 1)
+    reworded = re.sub(r"(?m)^summary = .*$", "summary = 'New words.'", reworded)
+    target.write_text(reworded, encoding="utf-8")
+    block = library / REMEDY_DIR / "shm-resize.toml"
+    block.write_text(block.read_text().replace("Stopgap", "Until then"), encoding="utf-8")
+    assert rules_digest(library) == before
+    target.write_text(original.replace("weight = 0.", "weight = 0.0", 1), encoding="utf-8")
+    assert rules_digest(library) != before

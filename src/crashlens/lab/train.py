@@ -16,17 +16,37 @@ from crashlens.decide.classifier import Model
 from crashlens.lab.corpus import Case, corpus_digest
 from crashlens.lab.fit import fit
 from crashlens.lab.prepare import fit_calibrated, prepare
-from crashlens.library import default_pattern_dir
-from crashlens.match.rules import shipped_rules
+from crashlens.match.rules import load_rules, shipped_rules
 
 
 def rules_digest(directory: Path | None = None) -> str:
-    """A hash of the rule library (features depend on it as much as on the corpus)."""
-    root = directory or default_pattern_dir()
+    """A hash of what the classifier's features take from the rule library.
+
+    The features are which rules hit, in which category and role with what weight, and the
+    rule decision's scores (`decide/features.py`): so what a rule matches (patterns,
+    exclusions, fact conditions, inputs, flags) and how its hits weigh (category, role,
+    weight, `also`, `knock_on`, `against`, `failure`). Wording, remediation, references and
+    examples are left out, so a fix to them does not call for a retrain.
+    """
+    rules = shipped_rules() if directory is None else load_rules(directory)
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.toml")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
+    for rule in sorted(rules, key=lambda r: r.id):
+        parts = (
+            rule.id,
+            rule.category.value,
+            rule.role.value,
+            rule.weight,
+            sorted(kind.value for kind in rule.inputs),
+            rule.patterns,
+            rule.excludes,
+            rule.facts,
+            rule.ignore_case,
+            tuple((category.value, weight) for category, weight in rule.also),
+            rule.knock_on,
+            rule.against,
+            rule.failure,
+        )
+        digest.update(repr(parts).encode() + b"\n")
     return digest.hexdigest()[:16]
 
 
