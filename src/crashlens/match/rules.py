@@ -26,6 +26,7 @@ from typing import Any
 
 from crashlens.errors import PatternError
 from crashlens.library import default_pattern_dir
+from crashlens.match.catalogs import catalog_patterns
 from crashlens.match.diskcache import read_entry, write_entry
 from crashlens.model import Category, Fact, FactValue, InputKind, Role
 from crashlens.parsers import LOG_KINDS  # what `inputs = ["logs"]` stands for: the log parsers
@@ -41,7 +42,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
                 "knock_on", "failure", "against", "also", "match", "remediation", "examples",
             }
         ),
-        "match": frozenset({"any", "none", "facts"}),
+        "match": frozenset({"any", "none", "facts", "catalog"}),
         "match.facts": frozenset({"key", "op", "value", "where", "where_not"}),
         "remediation": frozenset({"steps", "next_checks", "references"}),
         "step": frozenset({"text", "command", "use"}),
@@ -536,7 +537,7 @@ def parse_rule(
         raise PatternError(path, "weight must be in (0, 1]")
     match = _require(data, "match", dict, path)
     _unknown_fields(match, "match", "match", path)
-    patterns = _strings(match, "any", path)
+    patterns = _strings(match, "any", path) + catalog_patterns(match.get("catalog"), path)
     excludes = _strings(match, "none", path)
     facts = _fact_conditions(match, path)
     if not patterns and not facts:
