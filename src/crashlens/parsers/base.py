@@ -209,7 +209,8 @@ class LogParser(Parser):
     """A parser for a line-oriented log that may be far too big to hold in memory."""
 
     anchors: ClassVar[tuple[str, ...]] = ()
-    """Line-safe regexes whose lines the collector needs, on top of the rule hits."""
+    """Line-safe regexes whose lines the collector needs, on top of the rule hits: the
+    patterns of the collector's `Anchor` table (`patterns_of`), whose indexes `feed` gets."""
 
     @abstractmethod
     def collector(self, path: str) -> LogCollector:

@@ -364,7 +364,7 @@ class KernelCollector(AnchoredCollector):
         return facts
 
 
-K = KernelCollector
+K = KernelCollector  # short, so that most rows fit on one line
 # Line-safe (see `Anchor`), each with a literal of 4+ characters; the handlers re-check with
 # the precise regexes above, so an anchor only has to catch every line its handler wants.
 ANCHORS: tuple[Anchor[KernelCollector], ...] = (

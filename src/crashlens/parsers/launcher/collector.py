@@ -464,7 +464,7 @@ class LauncherCollector(AnchoredCollector):
 _VERSION_KEYS = ("nccl.version", "cuda.version")
 _WORLD_KEYS = ("launcher.nnodes", "launcher.nproc_per_node", "launcher.world_size")
 
-L = LauncherCollector
+L = LauncherCollector  # short, so that most rows fit on one line
 # Line-safe (see `Anchor`). The order is the dispatch order for a line matching several; the
 # report's anchors sit where `on_line` reads them, before every handler.
 ANCHORS: tuple[Anchor[LauncherCollector], ...] = (
