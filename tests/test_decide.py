@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from crashlens.decide.policy import decide, noisy_or
+from crashlens.decide.when import FailureTime, failure_time
 from crashlens.match.rules import parse_rule
 from crashlens.model import (
     Category,
+    Clock,
     Fact,
     Hit,
     InputAnalysis,
     InputKind,
     InputState,
     InputStatus,
+    Role,
     Verdict,
 )
 
@@ -117,3 +122,31 @@ def test_confidences_are_probabilities() -> None:
     decision = decide([_analysis(hits)], RULES)
     assert all(0.0 <= c.confidence <= 1.0 for c in decision.candidates)
     assert sum(c.confidence for c in decision.candidates) <= 1.0 + 1e-9
+
+
+def _timed(stamp: float, clock: Clock, role: Role = Role.SYMPTOM) -> Hit:
+    return Hit("r", Category.SHM, role, 0.9, "train.log", 1, "x", timestamp=stamp, clock=clock)
+
+
+GLOG_DEC_31 = datetime(2000, 12, 31, 23, 59, tzinfo=UTC).timestamp()  # a placeholder year
+JAN_2_2025 = datetime(2025, 1, 2, tzinfo=UTC).timestamp()
+
+
+def test_a_yearless_failure_time_takes_the_year_of_a_dated_line() -> None:
+    yearless = _timed(datetime(2000, 1, 1, 8, tzinfo=UTC).timestamp(), Clock.YEARLESS)
+    when = failure_time(yearless, [yearless, _timed(JAN_2_2025, Clock.WALL)], [], Category.SHM)
+    assert when.at == datetime(2025, 1, 1, 8, tzinfo=UTC).timestamp()
+    assert when.yearless_year == 2025
+    # Dec 31 cannot come after Jan 2 of the dated line: it is the year before.
+    late = _timed(GLOG_DEC_31, Clock.YEARLESS)
+    when = failure_time(late, [late, _timed(JAN_2_2025, Clock.WALL)], [], Category.SHM)
+    assert when.at == datetime(2024, 12, 31, 23, 59, tzinfo=UTC).timestamp()
+
+
+def test_boot_times_never_date_a_failure_and_a_hint_dates_a_yearless_one() -> None:
+    boot = _timed(1234.5, Clock.BOOT)
+    assert failure_time(boot, [boot], [], Category.SHM) == FailureTime(None, None)
+    late = _timed(GLOG_DEC_31, Clock.YEARLESS)
+    assert failure_time(late, [late], [], Category.SHM).at is None  # no year known
+    hinted = failure_time(late, [late], [], Category.SHM, year_hint=JAN_2_2025)
+    assert hinted == FailureTime(datetime(2024, 12, 31, 23, 59, tzinfo=UTC).timestamp(), 2025)

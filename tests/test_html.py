@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from crashlens.model import (
     Action,
     Category,
     Cause,
+    Clock,
     Evidence,
     InputKind,
     InputState,
@@ -206,11 +208,31 @@ def test_timeline_orders_ranks_and_marks_the_first_failure() -> None:
 
 
 def test_year_less_times_are_aligned_with_dated_ones() -> None:
-    dated = _evidence(timestamp=1_749_565_985.0)  # 2025-06-10 14:33:05
-    yearless = _evidence(path="kern.log", line=1, timestamp=960_645_831.0)  # Jun 10 14:03:51
+    dated = _evidence(timestamp=1_749_565_985.0, clock=Clock.WALL)  # 2025-06-10 14:33:05
+    yearless = _evidence(  # Jun 10 14:03:51, in the parsers' placeholder year
+        path="kern.log", line=1, timestamp=960_645_831.0, clock=Clock.YEARLESS
+    )
     cause = Cause(Category.SHM, 0.7, "s", (dated, yearless), (), ())
-    page = render_html(Report(Verdict.SHM, (cause,), (), first_failure=yearless))
+    report = Report(Verdict.SHM, (cause,), (), first_failure=yearless, yearless_year=2025)
+    page = render_html(report)
     assert "2025-06-10 14:03:51" in page and "2000-" not in page
+    assert "shown in the year of the others" in page
+    # without a year from the analysis, the time is shown as logged: no year
+    page = render_html(replace(report, yearless_year=None))
+    assert "06-10 14:03:51 (year not logged)" in page and "2025-06-10 14:03:51" not in page
+
+
+def test_boot_times_are_drawn_only_when_nothing_is_dated() -> None:
+    boot = _evidence(path="dmesg.txt", line=3, timestamp=1234.5, clock=Clock.BOOT)
+    dated = _evidence(timestamp=1_749_565_985.0, clock=Clock.WALL)
+    alone = render_html(Report(Verdict.SHM, (Cause(Category.SHM, 0.7, "s", (boot,), (), ()),), ()))
+    assert "1234.500 s after boot" in alone and "cannot be aligned" not in alone
+    both = Cause(Category.SHM, 0.7, "s", (boot, dated), (), ())
+    page = render_html(Report(Verdict.SHM, (both,), ()))
+    assert "cannot be aligned with wall-clock times" in page
+    start = page.index('<table class="events">')
+    table = page[start : page.index("</table>", start)]
+    assert "after boot" not in table and "<td>—</td>" in table  # listed untimed, off the axis
 
 
 def test_empty_and_none_reports_render() -> None:

@@ -1,0 +1,42 @@
+"""Small text helpers both parts of the HTML page use: escaping, locations, times."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from html import escape
+
+from crashlens.model import Clock, Evidence
+
+
+def esc(text: object) -> str:
+    """HTML-escape anything, quotes included (safe in text and in attribute values)."""
+    return escape(str(text), quote=True)
+
+
+def where(item: Evidence) -> str:
+    """`path:line`, or the path alone for a fact of a structured input."""
+    return f"{item.path}:{item.line}" if item.line is not None else item.path
+
+
+def short_where(item: Evidence) -> str:
+    """`file:line` with the folders (and the archive) left out."""
+    name = os.path.basename(item.path.split("!")[-1]) or item.path
+    return f"{name}:{item.line}" if item.line is not None else name
+
+
+def short(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def time_label(timestamp: float, clock: Clock | None) -> str:
+    """A time as a person reads it, by its clock (a time without one is wall-clock)."""
+    if clock is Clock.BOOT:
+        return f"{timestamp:.3f} s after boot"
+    moment = datetime.fromtimestamp(timestamp, tz=UTC)
+    yearless = clock is Clock.YEARLESS  # the log printed no year: show none
+    text = moment.strftime("%m-%d %H:%M:%S" if yearless else "%Y-%m-%d %H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond // 1000:03d}"
+    return f"{text} (year not logged)" if yearless else text
