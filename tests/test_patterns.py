@@ -14,7 +14,9 @@ import pytest
 
 from crashlens.errors import PatternError
 from crashlens.lab.train import rules_digest
+from crashlens.match.catalogs import FIELDS as CATALOG_FIELDS
 from crashlens.match.rules import (
+    FIELDS,
     PLACEHOLDERS,
     REMEDY_DIR,
     Rule,
@@ -261,3 +263,53 @@ def test_classifier_digest_follows_what_features_read_and_nothing_else(
     assert rules_digest(library) == before
     target.write_text(original.replace("weight = 0.", "weight = 0.0", 1), encoding="utf-8")
     assert rules_digest(library) != before
+
+
+README = Path(default_pattern_dir(), "README.md").read_text(encoding="utf-8")
+README_SECTIONS = {
+    "rule": "### Top level",
+    "match": "### `[match]`",
+    "match.facts": "### `[match] facts` conditions",
+    "remediation": "### `[remediation]`",
+    "step": "### Step items",
+    "examples": "### `[examples]`",
+    "remedy": "## Remedy blocks: `patterns/remedies/<name>.toml`",
+}
+
+
+def _first_table_after(heading: str) -> list[str]:
+    """The first cells of the Markdown table that follows `heading` (header row left out)."""
+    lines = README.split("\n")
+    assert heading in lines, f"patterns/README.md lost its section {heading!r}"
+    rows: list[str] = []
+    fenced = False
+    for line in lines[lines.index(heading) + 1 :]:
+        fenced ^= line.startswith("```")
+        if line.startswith("|"):
+            rows.append(line.split("|")[1].strip())
+        elif rows or (line.startswith("#") and not fenced):
+            break
+    return rows[2:]
+
+
+@pytest.mark.parametrize("kind", sorted(FIELDS))
+def test_readme_names_every_field_the_loader_accepts(kind: str) -> None:
+    documented = {cell.strip("`[]") for cell in _first_table_after(README_SECTIONS[kind])}
+    assert documented == set(FIELDS[kind]), (
+        f"patterns/README.md {README_SECTIONS[kind]!r}: missing "
+        f"{sorted(FIELDS[kind] - documented)}, not accepted {sorted(documented - FIELDS[kind])}"
+    )
+
+
+def test_readme_placeholder_table_is_the_registry() -> None:
+    table = "\n".join(
+        ["| placeholder | value |", "|---|---|"]
+        + [f"| `{name}` | {meaning} |" for name, meaning in PLACEHOLDERS.items()]
+    )
+    assert table in README, f"paste into patterns/README.md, section Placeholders:\n{table}"
+
+
+def test_readme_names_every_catalog_field() -> None:
+    named = set(re.findall(r"`\[*([a-z_]+)\]*`", README))
+    missing = {name for names in CATALOG_FIELDS.values() for name in names} - named
+    assert not missing, f"patterns/README.md does not name the catalog fields {sorted(missing)}"

@@ -132,6 +132,7 @@ def test_a_use_item_is_replaced_by_the_block_steps_in_place(tmp_path, monkeypatc
             r"unknown placeholder \{hots\}",
         ),
         ("about = 'x'\ngeneric_for = 'disk'\nsteps = ['x']\n", "['x']", "must be a category"),
+        ("about = 'x'\ngeneric_for = 'shm'\nsteps = ['{host}']\n", "['x']", "unknown placeholder"),
         ("about = 'x'\nuse = 'y'\nsteps = ['x']\n", "['x']", "unknown fields: use"),
     ],
 )

@@ -64,19 +64,20 @@ PLACEHOLDERS: Mapping[str, str] = MappingProxyType(
         "gpu_count": "GPUs on the node (nvidia-smi, else the launcher's nproc_per_node, else "
         "docker's GPU request)",
         "num_workers": "DataLoader workers, from the command line",
-        "gpu_index": "index of the GPU the evidence points at",
-        "gpu_pci": "PCI bus id of that GPU (`0000:1b:00.0`)",
-        "gpu_serial": "serial number of that GPU (from nvidia-smi or the kernel log)",
-        "gpu_uuid": "UUID of that GPU",
-        "host": "the failing node",
-        "rank": "the failing global rank",
-        "exit_code": "the failing rank's exit code",
+        "gpu_index": "index of the GPU the evidence points at (the hit's `gpu` or `index` "
+        "group, a CUDA OOM's device, or nvidia-smi's GPU at the Xid's PCI id)",
+        "gpu_pci": "PCI bus id of that GPU (the hit's `pci` group or the Xid's)",
+        "gpu_serial": "serial number of that GPU (nvidia-smi)",
+        "gpu_uuid": "UUID of that GPU (nvidia-smi)",
+        "host": "the failing node (the hit's, else the launcher's first failure)",
+        "rank": "the failing global rank (the hit's, else the launcher's first failure)",
+        "exit_code": "the exit code of the launcher's first failure",
         "xid": "the Xid code",
         "xid_meaning": "what the Xid means (patterns/tables/xid.toml)",
         "xid_action": "what to do about the Xid (patterns/tables/xid.toml)",
         "oom_victim": "the process the OOM killer killed",
         "anon_rss_h": "the victim's resident memory, human-readable",
-        "memory_limit_h": "the container's memory limit, human-readable",
+        "memory_limit_h": "the container's memory limit (docker inspect), human-readable",
         "tried_h": "the memory a CUDA OOM tried to allocate, human-readable",
         "total_h": "the GPU's total memory in a CUDA OOM, human-readable",
         "free_h": "the GPU's free memory in a CUDA OOM, human-readable",
@@ -609,13 +610,15 @@ def parse_remedy(data: dict[str, Any], path: str) -> Remedy:
     steps = _steps(data, "steps", path, None)
     if not steps:
         raise PatternError(path, "a remedy needs at least one item in `steps`")
-    _check_placeholders(_step_texts("steps", steps), PLACEHOLDERS.keys(), path)
     generic_for = data.get("generic_for")
     allowed = {category.value for category in Category} | {GENERIC_UNKNOWN}
     if generic_for is not None and generic_for not in allowed:
         raise PatternError(
             path, f"`generic_for` must be a category or {GENERIC_UNKNOWN!r}, not {generic_for!r}"
         )
+    # An unknown verdict shows the generic checks as written: nothing there fills a placeholder.
+    names = () if generic_for is not None else PLACEHOLDERS.keys()
+    _check_placeholders(_step_texts("steps", steps), names, path)
     return Remedy(name=name, about=about, steps=steps, generic_for=generic_for, source=path)
 
 
