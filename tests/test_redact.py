@@ -378,3 +378,11 @@ def test_pathological_strings_are_redacted_in_linear_time(text: str) -> None:
     start = time.perf_counter()
     Redactor().text(text)
     assert time.perf_counter() - start < 5.0
+
+
+def test_the_lead_line_is_redacted_like_the_evidence() -> None:
+    report = analyze([str(JOB)])
+    assert report.lead is not None and _leaks(report.lead.text + report.lead.path)
+    lead = redact_report(report).lead
+    assert lead is not None and not _leaks(lead.text + lead.path)
+    assert (lead.line, lead.rule) == (report.lead.line, report.lead.rule)

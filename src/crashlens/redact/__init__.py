@@ -98,6 +98,7 @@ def _map_report(report: Report, fn: Callable[[str], str]) -> Report:
         inputs=tuple(status(i) for i in report.inputs),
         next_checks=tuple(action(a) for a in report.next_checks),
         first_failure=evidence(first) if first is not None else None,
+        lead=evidence(report.lead) if report.lead is not None else None,
         notes=tuple(fn(n) for n in report.notes),
     )
 
