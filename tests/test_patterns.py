@@ -260,7 +260,13 @@ def test_classifier_digest_follows_what_features_read_and_nothing_else(
     target.write_text(reworded, encoding="utf-8")
     block = library / REMEDY_DIR / "shm-resize.toml"
     block.write_text(block.read_text().replace("Stopgap", "Until then"), encoding="utf-8")
+    xid = library / "tables" / "xid.toml"
+    table = xid.read_text(encoding="utf-8")
+    xid.write_text(table.replace('meaning = "', 'meaning = "Reworded: ', 1), encoding="utf-8")
     assert rules_digest(library) == before
+    xid.write_text(table.replace('severity = "error"', 'severity = "info"', 1), encoding="utf-8")
+    assert rules_digest(library) != before  # a rule may select Xid facts by severity
+    xid.write_text(table, encoding="utf-8")
     target.write_text(original.replace("weight = 0.", "weight = 0.0", 1), encoding="utf-8")
     assert rules_digest(library) != before
 

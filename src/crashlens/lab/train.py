@@ -16,7 +16,9 @@ from crashlens.decide.classifier import Model
 from crashlens.lab.corpus import Case, corpus_digest
 from crashlens.lab.fit import fit
 from crashlens.lab.prepare import fit_calibrated, prepare
+from crashlens.library import default_pattern_dir
 from crashlens.match.rules import load_rules, shipped_rules
+from crashlens.parsers.dmesg.xid import load_table as load_xid_table
 
 
 def rules_digest(directory: Path | None = None) -> str:
@@ -25,11 +27,18 @@ def rules_digest(directory: Path | None = None) -> str:
     The features are which rules hit, in which category and role with what weight, and the
     rule decision's scores (`decide/features.py`): so what a rule matches (patterns,
     exclusions, fact conditions, inputs, flags) and how its hits weigh (category, role,
-    weight, `also`, `knock_on`, `against`, `failure`). Wording, remediation, references and
-    examples are left out, so a fix to them does not call for a retrain.
+    weight, `also`, `knock_on`, `against`, `failure`). Rules may also qualify Xid facts by
+    what the Xid table says of the code (`where = { category = '^hardware$' }`), so the
+    table's readings count too (category, severity, bucket), not its wording. Wording,
+    remediation, references and examples are left out: a fix to them needs no retrain.
     """
+    root = directory or default_pattern_dir()
     rules = shipped_rules() if directory is None else load_rules(directory)
     digest = hashlib.sha256()
+    xid_table = root / "tables" / "xid.toml"
+    if xid_table.is_file():
+        for code, info in sorted(load_xid_table(xid_table).items()):
+            digest.update(repr((code, info.category, info.severity, info.bucket)).encode())
     for rule in sorted(rules, key=lambda r: r.id):
         parts = (
             rule.id,
