@@ -12,7 +12,7 @@ from crashlens.parsers.torchelastic import TorchElasticErrorParser
 from conftest import SAMPLES, sample_text
 
 PARSER = TorchElasticErrorParser()
-FILES = sorted(p.name for p in (SAMPLES / "torchelastic_error").glob("torchelastic_error_file_*.json"))
+FILES = sorted(p.name for p in (SAMPLES / "torchelastic_error").glob("*.json"))
 RANK1 = "torchelastic_error_file_rank1_REPRO.json"
 RANK3 = "torchelastic_error_file_rank3_with_errorCode_REPRO_VARIANT.json"
 
