@@ -70,6 +70,7 @@ def _good_table(**entry_changes: object) -> dict[str, object]:
 def test_shipped_tables_load() -> None:
     names = {catalog.name for catalog in CATALOGS}
     assert names == {Path(p).stem for p in tables_dir().glob("*.toml")} - {"xid"}
+    assert {"cuda_errors", "nccl", "signals", "torch_checkpoint"} <= names
     for catalog in CATALOGS:
         assert catalog.entries, catalog.path
         assert Path(catalog.path).stem == catalog.name
@@ -88,6 +89,12 @@ def test_entry_is_sound_and_recognised(catalog: Catalog, entry: CatalogEntry) ->
     assert any(rule.match_line(entry.example) is not None for rule in rules), (
         f"{catalog.path}: no rule referencing {entry.id} hits its example {entry.example!r}"
     )
+
+
+def test_each_entry_has_one_owning_rule() -> None:
+    """Two rules selecting one entry would count the same line twice (twins)."""
+    twins = {key: [r.id for r in rules] for key, rules in REFERENCING.items() if len(rules) > 1}
+    assert not twins
 
 
 def test_ids_and_texts_are_unique_per_table() -> None:

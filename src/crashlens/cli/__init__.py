@@ -225,6 +225,18 @@ def rules_list() -> None:
         )
 
 
+@rules_app.command("coverage")
+def rules_coverage() -> None:
+    """Per catalog table, how many entries a rule of the library recognises."""
+    from crashlens.match.catalogs import coverage
+    from crashlens.match.rules import shipped_rules
+
+    for row in coverage(shipped_rules()):
+        shown = ", ".join(row.missing[:8]) + (", ..." if len(row.missing) > 8 else "")
+        missing = f"  missing: {shown}" if row.missing else ""
+        typer.echo(f"{row.table:18} {row.covered:4}/{row.entries:<4}{missing}")
+
+
 @rules_app.command("show")
 def rules_show(rule_id: Annotated[str, typer.Argument(help="A rule id.")]) -> None:
     """Show one rule: patterns, remediation and source file."""
