@@ -7,7 +7,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from crashlens.cli import app
 from crashlens.errors import PatternError
 from crashlens.library import tables_dir
 from crashlens.match.catalogs import (
@@ -95,6 +97,25 @@ def test_each_entry_has_one_owning_rule() -> None:
     """Two rules selecting one entry would count the same line twice (twins)."""
     twins = {key: [r.id for r in rules] for key, rules in REFERENCING.items() if len(rules) > 1}
     assert not twins
+
+
+def test_a_rule_argues_for_a_cause_its_entries_can_mean() -> None:
+    """A cause entry is owned by a rule of its category, an ambiguous one by one of its `also`."""
+    for (table, entry_id), rules in REFERENCING.items():
+        entry = next(e for c in CATALOGS if c.name == table for e in c.entries if e.id == entry_id)
+        if entry.category in ("application", "noise"):
+            continue
+        allowed = {entry.category} | {category.value for category, _ in entry.also}
+        for rule in rules:
+            assert rule.category.value in allowed, f"{rule.id} owns {table}:{entry_id}"
+
+
+def test_rules_coverage_command_prints_every_table() -> None:
+    result = CliRunner().invoke(app, ["rules", "coverage"])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line.split()[1] for line in result.output.splitlines()}
+    for row in coverage(shipped_rules()):
+        assert lines[row.table] == f"{row.covered}/{row.entries}"
 
 
 def test_ids_and_texts_are_unique_per_table() -> None:
