@@ -80,7 +80,10 @@ def test_rendered_report_matches_its_golden_file(
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(rendered, encoding="utf-8")
     assert golden.exists(), f"no golden file {golden.name}: run with --update-goldens"
-    assert rendered == golden.read_text(encoding="utf-8")
+    assert rendered == golden.read_text(encoding="utf-8"), (
+        f"{golden.name} differs from the output; if the change is intended, run "
+        "`python -m pytest tests/test_golden.py --update-goldens` and review `git diff`"
+    )
 
 
 def test_goldens_cover_what_a_report_can_say(reports: dict[str, Report]) -> None:
