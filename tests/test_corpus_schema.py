@@ -26,7 +26,12 @@ REQUIRED = ("label", "also_ok", "source", "label_evidence", "difficulty", "input
 MIN_CASES = 20
 MAX_CASE_BYTES = 200 * 1024
 
-CASE_DIRS = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []
+CONSTRUCTED = CORPUS / "constructed"
+"""Constructed twin pairs: scored apart (`crashlens eval corpus/constructed`), never in the real
+figures, which is why they sit one level down where `crashlens eval corpus/` does not look."""
+REAL_DIRS = sorted(p for p in CORPUS.iterdir() if p.is_dir() and p != CONSTRUCTED)
+TWIN_DIRS = sorted(p for p in CONSTRUCTED.iterdir() if p.is_dir()) if CONSTRUCTED.is_dir() else []
+CASE_DIRS = REAL_DIRS + TWIN_DIRS
 
 
 def _load(case_dir: Path) -> dict[str, Any]:
@@ -35,7 +40,21 @@ def _load(case_dir: Path) -> dict[str, Any]:
 
 
 def test_corpus_has_enough_cases() -> None:
-    assert len(CASE_DIRS) >= MIN_CASES, f"only {len(CASE_DIRS)} cases in {CORPUS}"
+    assert len(REAL_DIRS) >= MIN_CASES, f"only {len(REAL_DIRS)} cases in {CORPUS}"
+
+
+@pytest.mark.parametrize("case_dir", TWIN_DIRS, ids=lambda p: p.name)
+def test_a_constructed_case_says_so_and_names_its_twin(case_dir: Path) -> None:
+    meta = _load(case_dir)
+    assert meta.get("constructed") is True
+    twin = meta.get("twin")
+    assert isinstance(twin, str) and (CONSTRUCTED / twin).is_dir(), twin
+    assert _load(CONSTRUCTED / twin).get("twin") == case_dir.name, "twins name each other"
+
+
+@pytest.mark.parametrize("case_dir", REAL_DIRS, ids=lambda p: p.name)
+def test_a_real_case_is_not_marked_constructed(case_dir: Path) -> None:
+    assert "constructed" not in _load(case_dir)
 
 
 def test_case_ids_unique_ignoring_case() -> None:
