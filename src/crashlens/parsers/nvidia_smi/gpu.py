@@ -57,6 +57,8 @@ class GpuProcess:
     index: int | None = None
     pci: str | None = None
     uuid: str | None = None
+    share_percent: float | None = None
+    """Its memory as a share of its GPU's total (0..100), when both are known."""
 
 
 @dataclass
@@ -72,8 +74,14 @@ class Gpu:
     mem_total: int | None = None
     mig_mode: Located | None = None
     ecc: dict[str, Located] = field(default_factory=dict)
+    """Uncorrected ECC errors by scope (volatile, aggregate)."""
+    ecc_corrected: dict[str, Located] = field(default_factory=dict)
+    """Corrected ECC errors by scope (volatile, aggregate)."""
     flags: dict[str, Located] = field(default_factory=dict)
-    """Bool/int facts by key suffix: retired_pages_pending, remapping_failure, reset_required..."""
+    """Bool/int/str facts by key suffix: retired_pages_pending, remapping_failure,
+    reset_required, recovery_action, fabric_state..."""
+    clock_events: list[Located] = field(default_factory=list)
+    """The clock event (throttle) reasons shown `Active`, by canonical name (`hw_slowdown`...)."""
     errs: list[ErrField] = field(default_factory=list)
     processes: list[GpuProcess] = field(default_factory=list)
 
@@ -113,6 +121,10 @@ class FactEmitter:
             self.add("gpu.mig_mode", gpu.mig_mode[0], gpu.mig_mode[1], gpu.mig_mode[2], **ident)
         for scope, (count, lineno, text) in gpu.ecc.items():
             self.add("gpu.ecc_uncorrected", count, lineno, text, **ident, scope=scope)
+        for scope, (count, lineno, text) in gpu.ecc_corrected.items():
+            self.add("gpu.ecc_corrected", count, lineno, text, **ident, scope=scope)
+        for reason, lineno, text in gpu.clock_events:
+            self.add("gpu.clocks_event", reason, lineno, text, **ident)
         for suffix, (value, lineno, text) in gpu.flags.items():
             self.add(f"gpu.{suffix}", value, lineno, text, **ident)
         for name, label, shown, lineno, text in gpu.errs:
@@ -121,6 +133,8 @@ class FactEmitter:
             proc.index = gpu.index if proc.index is None else proc.index
             proc.pci = proc.pci or gpu.pci
             proc.uuid = proc.uuid or gpu.uuid
+            if gpu.mem_total and proc.used_mib is not None and proc.share_percent is None:
+                proc.share_percent = round(100.0 * proc.used_mib / gpu.mem_total, 1)
             self.process(proc)
 
     def process(self, proc: GpuProcess) -> None:
@@ -139,4 +153,41 @@ class FactEmitter:
             type=proc.ptype,
             gi=proc.gi,
             ci=proc.ci,
+            share_percent=proc.share_percent,
         )
+
+
+CLOCK_EVENT_REASONS = {
+    "idle": "idle",
+    "gpu_idle": "idle",
+    "applications_clocks_setting": "applications_clocks_setting",
+    "sw_power_cap": "sw_power_cap",
+    "hw_slowdown": "hw_slowdown",
+    "hw_thermal_slowdown": "hw_thermal_slowdown",
+    "hw_power_brake_slowdown": "hw_power_brake_slowdown",
+    "sync_boost": "sync_boost",
+    "sw_thermal_slowdown": "sw_thermal_slowdown",
+    "display_clock_setting": "display_clock_setting",
+    "display_clocks_setting": "display_clock_setting",
+}
+"""Clock event (throttle) reasons as -q labels (spaces made `_`) and XML tag suffixes print
+them -> one canonical name. Unknown labels (a mangled dump's `Invalid HW Slowdown`) are not
+reasons."""
+
+
+def clock_event_reason(label: str) -> str | None:
+    """The canonical reason for a -q label or XML tag suffix, or None."""
+    return CLOCK_EVENT_REASONS.get(label.strip().lower().replace(" ", "_"))
+
+
+def add_count(
+    counts: dict[str, Located], scope: str, count: int, lineno: int | None, line: str | None
+) -> None:
+    """Add one counter to a per-scope sum, citing the first line with a non-zero count."""
+    previous = counts.get(scope)
+    if previous is None:
+        counts[scope] = (count, lineno, line)
+        return
+    keep_new = int(previous[0]) == 0 and count > 0
+    total = int(previous[0]) + count
+    counts[scope] = (total, lineno if keep_new else previous[1], line if keep_new else previous[2])

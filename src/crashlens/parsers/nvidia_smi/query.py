@@ -10,7 +10,15 @@ import re
 from dataclasses import dataclass, field
 
 from crashlens.model import FactValue
-from crashlens.parsers.nvidia_smi.gpu import INT_RE, FactEmitter, Gpu, GpuProcess, error_sentinel
+from crashlens.parsers.nvidia_smi.gpu import (
+    INT_RE,
+    FactEmitter,
+    Gpu,
+    GpuProcess,
+    add_count,
+    clock_event_reason,
+    error_sentinel,
+)
 from crashlens.text.ids import normalize_pci
 from crashlens.text.values import int_with_unit, yes_no
 
@@ -64,22 +72,36 @@ def _q_split(line: str) -> tuple[int, str, str | None]:
 
 
 def _q_ecc(gpu: Gpu, path: list[str], value: str, lineno: int, line: str) -> None:
-    """Add one ECC counter: `*uncorrectable*` (A100+) or `Double Bit/Total` (older)."""
+    """One ECC counter or flag.
+
+    Counters: `*uncorrectable*` / `*correctable*` (A100+: SRAM/DRAM, 590 splits SRAM into
+    Parity and SEC-DED) or `Double Bit/Total` / `Single Bit/Total` (older), summed per scope.
+    Flags (590+): `Aggregate/SRAM Threshold Exceeded`, `Channel Repair Pending`, `TPC Repair
+    Pending`, `Unrepairable Memory`.
+    """
+    flag = _ECC_FLAGS.get(path[-1])
+    if flag is not None and (parsed := yes_no(value)) is not None:
+        gpu.flags[flag] = (parsed, lineno, line)
+        return
     if len(path) < 3 or path[1] not in ("volatile", "aggregate"):
         return
-    counted = (len(path) == 3 and "uncorrectable" in path[2]) or path[2:] == ["double bit", "total"]
     count = int_with_unit(value)
-    if not counted or count is None:
+    if count is None:
         return
-    scope = path[1]
-    previous = gpu.ecc.get(scope)
-    if previous is None:
-        gpu.ecc[scope] = (count, lineno, line)
-        return
-    total = int(previous[0]) + count
-    # Cite the first line with a non-zero count: that is the evidence worth showing.
-    keep_new = int(previous[0]) == 0 and count > 0
-    gpu.ecc[scope] = (total, lineno if keep_new else previous[1], line if keep_new else previous[2])
+    label = path[2] if len(path) == 3 else ""
+    if "uncorrectable" in label or path[2:] == ["double bit", "total"]:
+        add_count(gpu.ecc, path[1], count, lineno, line)
+    elif "correctable" in label or path[2:] == ["single bit", "total"]:
+        add_count(gpu.ecc_corrected, path[1], count, lineno, line)
+
+
+_ECC_FLAGS = {
+    "sram threshold exceeded": "sram_threshold_exceeded",
+    "channel repair pending": "channel_repair_pending",
+    "tpc repair pending": "tpc_repair_pending",
+    "unrepairable memory": "unrepairable_memory",
+}
+"""ECC flags (`Yes`/`No`) by -q label -> fact key suffix."""
 
 
 def _q_flag(gpu: Gpu, path: list[str], value: str, lineno: int, line: str) -> None:
@@ -90,14 +112,24 @@ def _q_flag(gpu: Gpu, path: list[str], value: str, lineno: int, line: str) -> No
         found = ("retired_pages_pending", yes_no(value))
     elif section == "retired pages" and key == "double bit ecc":
         found = ("retired_pages_dbe", int_with_unit(value))
+    elif section == "retired pages" and key == "single bit ecc":
+        found = ("retired_pages_sbe", int_with_unit(value))
     elif section == "remapped rows" and key == "pending":
         found = ("remapped_rows_pending", yes_no(value))
     elif section == "remapped rows" and key.startswith("remapping failure"):
         found = ("remapping_failure", yes_no(value))
     elif section == "remapped rows" and key == "uncorrectable error":
         found = ("remapped_rows_uncorrectable", int_with_unit(value))
+    elif section == "remapped rows" and key == "correctable error":
+        found = ("remapped_rows_correctable", int_with_unit(value))
     elif section == "gpu reset status" and key == "reset required":
         found = ("reset_required", yes_no(value))
+    elif section == "gpu reset status" and key == "drain and reset recommended":
+        found = ("drain_and_reset_recommended", yes_no(value))
+    elif path == ["gpu recovery action"]:
+        found = ("recovery_action", _known(value))
+    elif section == "fabric" and len(path) == 2 and key in ("state", "status"):
+        found = (f"fabric_{key}", _known(value))
     if found is None:
         return
     suffix, parsed = found
@@ -108,6 +140,21 @@ def _q_flag(gpu: Gpu, path: list[str], value: str, lineno: int, line: str) -> No
     # `Yes` wins.
     if previous is None or (parsed is True and previous[0] is not True):
         gpu.flags[suffix] = (parsed, lineno, line)
+
+
+def _known(value: str) -> str | None:
+    """A field's text, or None when nvidia-smi says it does not apply (`N/A`, deprecated)."""
+    text = value.strip()
+    if not text or text == "N/A" or text.startswith(("Requested functionality", "[N/A]")):
+        return None
+    return text
+
+
+def _q_clock_event(gpu: Gpu, path: list[str], value: str, lineno: int, line: str) -> None:
+    """`Clocks Event Reasons` (`Clocks Throttle Reasons` before 535): the `Active` ones."""
+    reason = clock_event_reason(path[-1])
+    if reason is not None and value.strip() == "Active":
+        gpu.clock_events.append((reason, lineno, line))
 
 
 def _q_process(
@@ -139,6 +186,9 @@ def _q_process(
             proc.used_text = None if proc.used_mib is not None else value
 
 
+_CLOCK_EVENT_SECTIONS = ("clocks event reasons", "clocks throttle reasons")
+"""The section's -q label since driver 535, and before it."""
+
 _Q_READ_SECTIONS = frozenset(
     {
         "product name",
@@ -152,6 +202,9 @@ _Q_READ_SECTIONS = frozenset(
         "retired pages",
         "remapped rows",
         "gpu reset status",
+        "gpu recovery action",
+        "fabric",
+        *_CLOCK_EVENT_SECTIONS,
     }
 )
 """The -q sections (first path element) `_q_field` reads beyond error sentinels."""
@@ -187,6 +240,8 @@ def _q_field(state: _QueryState, path: list[str], value: str, lineno: int, line:
         _q_ecc(gpu, path, value, lineno, line)
     elif path[0] == "processes":
         _q_process(state, gpu, path, value, lineno, line)
+    elif path[0] in _CLOCK_EVENT_SECTIONS:
+        _q_clock_event(gpu, path, value, lineno, line)
     else:
         _q_flag(gpu, path, value, lineno, line)
 

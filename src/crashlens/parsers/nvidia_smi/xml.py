@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from crashlens.parsers.nvidia_smi.gpu import FactEmitter, Gpu, GpuProcess, error_sentinel
+from crashlens.parsers.nvidia_smi.gpu import (
+    FactEmitter,
+    Gpu,
+    GpuProcess,
+    clock_event_reason,
+    error_sentinel,
+)
 from crashlens.text.ids import normalize_pci
 from crashlens.text.tolerant_xml import parse_xml
 from crashlens.text.values import int_with_unit, yes_no
@@ -39,18 +45,76 @@ def _xml_text(element: ET.Element | None, path: str) -> str | None:
 
 
 def _xml_ecc(gpu: Gpu, ecc: ET.Element | None) -> None:
-    """Sum uncorrectable counters per scope (new `*uncorrectable*` or old `double_bit/total`)."""
+    """Sum ECC counters per scope (new `*uncorrectable*` / `*correctable*` tags, old
+    `double_bit/total` / `single_bit/total`), and read the ECC flags (590+)."""
     if ecc is None:
         return
     for scope in ("volatile", "aggregate"):
         block = ecc.find(scope)
         if block is None:
             continue
-        values = [int_with_unit(child.text) for child in block if "uncorrectable" in child.tag]
-        values.append(int_with_unit(_xml_text(block, "double_bit/total")))
-        counts = [v for v in values if v is not None]
-        if counts:
-            gpu.ecc[scope] = (sum(counts), None, None)
+        for counts, old_tag, wanted in (
+            (gpu.ecc, "double_bit/total", _is_uncorrectable),
+            (gpu.ecc_corrected, "single_bit/total", _is_correctable),
+        ):
+            values = [int_with_unit(child.text) for child in block if wanted(child.tag)]
+            values.append(int_with_unit(_xml_text(block, old_tag)))
+            found = [v for v in values if v is not None]
+            if found:
+                counts[scope] = (sum(found), None, None)
+    for element in ecc.iter():
+        suffix = _XML_ECC_FLAGS.get(element.tag)
+        if suffix is not None and (flag := yes_no(element.text)) is not None:
+            gpu.flags[suffix] = (flag, None, None)
+
+
+def _is_uncorrectable(tag: str) -> bool:
+    return "uncorrectable" in tag
+
+
+def _is_correctable(tag: str) -> bool:
+    return "correctable" in tag and "uncorrectable" not in tag
+
+
+_XML_ECC_FLAGS = {
+    "sram_threshold_exceeded": "sram_threshold_exceeded",
+    "channel_repair_pending": "channel_repair_pending",
+    "tpc_repair_pending": "tpc_repair_pending",
+    "unrepairable_memory": "unrepairable_memory",
+}
+"""ECC flags (`Yes`/`No`) by XML tag under `ecc_errors` -> fact key suffix."""
+
+
+def _xml_known(element: ET.Element, path: str) -> str | None:
+    """A field's text, or None when absent or not applicable (`N/A`, deprecated)."""
+    text = _xml_text(element, path)
+    if text is None or text == "N/A" or text.startswith("Requested functionality"):
+        return None
+    return text
+
+
+def _xml_health(gpu: Gpu, element: ET.Element) -> None:
+    """Reset status, recovery action, fabric state and the active clock event reasons."""
+    drain = yes_no(_xml_text(element, "gpu_reset_status/drain_and_reset_recommended"))
+    if drain is not None:
+        gpu.flags["drain_and_reset_recommended"] = (drain, None, None)
+    for suffix, path in (
+        ("recovery_action", "gpu_recovery_action"),
+        ("fabric_state", "fabric/state"),
+        ("fabric_status", "fabric/status"),
+    ):
+        value = _xml_known(element, path)
+        if value is not None:
+            gpu.flags[suffix] = (value, None, None)
+    # `clocks_event_reasons` since driver 535, `clocks_throttle_reasons` before it.
+    for section in ("clocks_event_reasons", "clocks_throttle_reasons"):
+        found = element.find(section)
+        for child in found if found is not None else ():
+            tag = child.tag.removeprefix("clocks_event_reason_")
+            tag = tag.removeprefix("clocks_throttle_reason_")
+            reason = clock_event_reason(tag)
+            if reason is not None and (child.text or "").strip() == "Active":
+                gpu.clock_events.append((reason, None, None))
 
 
 def _xml_flags(gpu: Gpu, element: ET.Element) -> None:
@@ -61,9 +125,13 @@ def _xml_flags(gpu: Gpu, element: ET.Element) -> None:
         known = [p for p in pending if p is not None]
         if known:
             gpu.flags["retired_pages_pending"] = (any(known), None, None)
-        dbe = int_with_unit(_xml_text(retired, "double_bit_retirement/retired_count"))
-        if dbe is not None:
-            gpu.flags["retired_pages_dbe"] = (dbe, None, None)
+        for suffix, path in (
+            ("retired_pages_dbe", "double_bit_retirement/retired_count"),
+            ("retired_pages_sbe", "multiple_single_bit_retirement/retired_count"),
+        ):
+            count = int_with_unit(_xml_text(retired, path))
+            if count is not None:
+                gpu.flags[suffix] = (count, None, None)
     remapped = element.find("remapped_rows")
     for child in remapped if remapped is not None else []:
         if "pending" in child.tag and (flag := yes_no(child.text)) is not None:
@@ -72,6 +140,8 @@ def _xml_flags(gpu: Gpu, element: ET.Element) -> None:
             gpu.flags["remapping_failure"] = (flag, None, None)
         elif child.tag.endswith("_unc") and (count := int_with_unit(child.text)) is not None:
             gpu.flags["remapped_rows_uncorrectable"] = (count, None, None)
+        elif child.tag.endswith("_corr") and (count := int_with_unit(child.text)) is not None:
+            gpu.flags["remapped_rows_correctable"] = (count, None, None)
     reset = yes_no(_xml_text(element, "gpu_reset_status/reset_required"))
     if reset is not None:
         gpu.flags["reset_required"] = (reset, None, None)
@@ -110,6 +180,7 @@ def _xml_gpu(element: ET.Element, index: int) -> Gpu:
         gpu.mig_mode = (mig, None, None)
     _xml_ecc(gpu, element.find("ecc_errors"))
     _xml_flags(gpu, element)
+    _xml_health(gpu, element)
     _xml_errs(gpu, element)
     for info in element.findall("processes/process_info"):
         used_text = _xml_text(info, "used_memory")
