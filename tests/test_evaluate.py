@@ -10,7 +10,9 @@ from typer.testing import CliRunner
 from crashlens.cli import app
 from crashlens.lab.corpus import LABELS, Case, load_cases
 from crashlens.lab.evaluate import evaluate, expected_calibration_error, grep_prediction, score
+from crashlens.lab.fit import best_temperature, best_temperatures
 from crashlens.lab.prepare import Prediction, grouped_folds, prepare
+from crashlens.lab.selective import THRESHOLDS, WRONG_COST, Scored, choose_threshold, curve, point
 from crashlens.match.rules import shipped_rules
 from crashlens.model import Verdict
 
@@ -41,6 +43,51 @@ def test_score_counts_unknown_as_wrong_and_none_given_cause() -> None:
     assert metrics.confusion["shm"] == {"unknown": 1}
 
 
+def test_calibration_is_measured_on_the_leading_label_whatever_the_verdict() -> None:
+    cases = [_case("shm"), _case("shm")]
+    # 40 % shm, right both times, below the threshold: badly calibrated (too unsure)
+    predictions = [Prediction(Verdict.UNKNOWN, ("shm", "none"), 0.4)] * 2
+    assert abs(score("m", cases, predictions).ece - 0.6) < 1e-9
+
+
+def _scored(cause: str | None, confidence: float, right: bool, failed: bool = True) -> Scored:
+    return Scored(cause, confidence, right, failed)
+
+
+def test_accuracy_coverage_curve() -> None:
+    items = [
+        _scored("shm", 0.97, True),
+        _scored("host_oom", 0.72, True),
+        _scored("network", 0.58, False),
+        _scored(None, 0.9, True, failed=False),  # a healthy run called `none`
+    ]
+    at_55, at_60, at_75 = point(items, 0.55), point(items, 0.6), point(items, 0.75)
+    assert (at_55.coverage, at_55.accuracy, at_55.wrong) == (1.0, 2 / 3, 1)
+    assert (at_60.coverage, at_60.accuracy, at_60.wrong) == (2 / 3, 1.0, 0)
+    assert (at_75.coverage, at_75.top1) == (1 / 3, 2 / 4)
+    assert [p.threshold for p in curve(items)] == list(THRESHOLDS)
+    # the wrong 58 % answer costs more than the unknown it becomes: 0.60 is the best threshold
+    assert choose_threshold(items) == 0.6
+    assert at_55.utility == at_60.utility + 1 - WRONG_COST - 1
+
+
+def test_threshold_ties_keep_the_widest_coverage() -> None:
+    assert choose_threshold([_scored("shm", 0.99, True)]) == THRESHOLDS[0]
+
+
+def test_thin_evidence_is_never_calibrated_sharper_than_direct_evidence() -> None:
+    sharp = [{"shm": 4.0, "none": 0.0}] * 20  # right 18 times in 20
+    thin_right = [{"shm": 0.1, "none": 0.0}] * 5
+    labels = ["shm"] * 18 + ["none"] * 2 + ["shm"] * 5
+    direct, thin = best_temperatures(sharp + thin_right, [False] * 20 + [True] * 5, labels)
+    # Left alone, the thin rows would ask for the sharpest temperature tried.
+    assert best_temperature(thin_right, ["shm"] * 5) < direct
+    assert thin >= direct
+    mixed = [{"shm": 2.0, "none": 0.0}] * 10
+    flat = best_temperature(mixed, ["shm"] * 6 + ["none"] * 4)
+    assert flat > best_temperature(mixed, ["shm"] * 10)
+
+
 def test_grep_baseline() -> None:
     assert grep_prediction("all good\n").verdict is Verdict.NONE
     assert grep_prediction("Bus error\n/dev/shm full\n").verdict == "shm"
@@ -67,6 +114,12 @@ def test_evaluate_on_a_slice_of_the_corpus() -> None:
         assert metrics.cases == len(subset)
         assert 0.0 <= metrics.top1 <= metrics.top3 <= 1.0
         assert 0.0 <= metrics.ece <= 1.0
+    classifier = results["rules+classifier"]
+    assert classifier.threshold in THRESHOLDS
+    assert len(classifier.fold_thresholds) == 5
+    assert [p.threshold for p in classifier.curve] == list(THRESHOLDS)
+    coverages = [p.coverage for p in classifier.curve]
+    assert coverages == sorted(coverages, reverse=True)
 
 
 def test_eval_cli_json_and_floor(tmp_path: Path) -> None:
@@ -86,3 +139,7 @@ def test_eval_cli_json_and_floor(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert {m["method"] for m in data["methods"]} >= {"rules", "keyword-grep"}
     assert "below the floor" in result.stderr
+    classifier = next(m for m in data["methods"] if m["method"] == "rules+classifier")
+    assert classifier["threshold"] in THRESHOLDS and len(classifier["curve"]) == len(THRESHOLDS)
+    text = CliRunner().invoke(app, ["eval", str(corpus)]).stdout
+    assert "accuracy-coverage" in text and "<- operating point" in text

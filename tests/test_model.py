@@ -34,6 +34,8 @@ def test_model_is_plain_json_with_every_label() -> None:
         "rules_digest",
         "classes",
         "temperature",
+        "thin_temperature",
+        "threshold",
         "intercept",
         "weights",
     }

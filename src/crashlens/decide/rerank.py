@@ -2,7 +2,8 @@
 
 The rules decide which lines matter and how a cascade unfolds (decide.py); the classifier,
 trained on the labelled corpus, knows how often each combination of evidence and wording
-really meant each cause. Their product (classify.combine) gives the confidences. A category
+really meant each cause. `classifier.final_verdict` combines both into calibrated
+confidences and decides the verdict on them, at the threshold stored with the model. A category
 the classifier favours without a rule of its own cites the matched lines whose rules carried
 that weight, so every cause still points at lines in the inputs.
 """
@@ -14,7 +15,7 @@ from dataclasses import replace
 
 from crashlens.decide.classifier import Model, final_verdict
 from crashlens.decide.features import features
-from crashlens.decide.policy import MIN_REPORTED, VERDICT_THRESHOLD, Candidate, Decision, WeighedHit
+from crashlens.decide.policy import MIN_REPORTED, Candidate, Decision, WeighedHit
 from crashlens.model import Category, InputAnalysis, Verdict
 
 EXPLAINING_LINES = 3
@@ -28,7 +29,7 @@ def rerank(analyses: Sequence[InputAnalysis], decision: Decision, model: Model) 
         decision.verdict is Verdict.NONE,
         decision.failure_seen,
         model.probabilities(features(analyses, decision)),
-        VERDICT_THRESHOLD,
+        model.calibration,
     )
     if answer.verdict is Verdict.NONE:
         return replace(decision, verdict=Verdict.NONE, candidates=())

@@ -3,22 +3,34 @@
 Every case is analyzed once. Rules alone need no training; the classifier and the exit-code
 baseline are scored by grouped cross-validation (cases rebuilt from the same public thread
 share a fold, so a case never scores a model that saw it or its twin), and the classifier's
-temperature is fitted inside each training fold. Two naive baselines run through the same
-harness: keyword grep (most keyword hits wins) and exit-code-only.
+calibration (temperatures and verdict threshold) is fitted inside each training fold, on its
+own inner folds. Two naive baselines run through the same harness: keyword grep (most keyword
+hits wins) and exit-code-only. For the classifier it also gives the accuracy-coverage curve of
+the out-of-fold answers and the operating point chosen on them (`selective.py`).
+
+Calibration is measured on what a report prints: the confidence of the leading label against
+whether that label is right, whether or not it cleared the threshold.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from crashlens.decide.classifier import final_verdict
-from crashlens.decide.policy import VERDICT_THRESHOLD
 from crashlens.decide.rerank import rerank
 from crashlens.lab.corpus import LABELS, Case
 from crashlens.lab.fit import fit
-from crashlens.lab.prepare import Prediction, Prepared, fit_calibrated, grouped_folds, prepare
+from crashlens.lab.prepare import (
+    Prediction,
+    Prepared,
+    answer,
+    calibrate,
+    grouped_folds,
+    held_out,
+    prepare,
+)
+from crashlens.lab.selective import CurvePoint, Scored, choose_threshold, curve, scored
 from crashlens.match.rules import Rule, shipped_rules
 from crashlens.model import Verdict
 
@@ -64,6 +76,12 @@ class Metrics:
     unknown_share: float = 0.0
     per_label: dict[str, dict[str, float]] = field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+    curve: list[CurvePoint] = field(default_factory=list)
+    """The accuracy-coverage curve of the out-of-fold answers (methods with a threshold)."""
+    threshold: float | None = None
+    """The operating point chosen on the out-of-fold answers, as `crashlens train` chooses."""
+    fold_thresholds: list[float] = field(default_factory=list)
+    """The threshold each training fold chose (and its held-out cases were decided at)."""
 
 
 def _right(case: Case, label: str) -> bool:
@@ -107,7 +125,10 @@ def score(method: str, cases: Sequence[Case], predictions: Sequence[Prediction])
         sum(p.verdict.names_cause for p in nones) / len(nones) if nones else 0.0
     )
     metrics.unknown_share = sum(p.verdict is Verdict.UNKNOWN for p in predictions) / len(cases)
-    metrics.ece = expected_calibration_error([p.confidence for p in predictions], correct)
+    leading_right = [
+        bool(p.ranking) and _right(c, p.ranking[0]) for c, p in zip(cases, predictions, strict=True)
+    ]
+    metrics.ece = expected_calibration_error([p.confidence for p in predictions], leading_right)
     f1s = []
     for label in LABELS:
         predicted = [p.verdict == label for p in predictions]
@@ -131,41 +152,49 @@ def score(method: str, cases: Sequence[Case], predictions: Sequence[Prediction])
     return metrics
 
 
-def cross_validate(prepared: Sequence[Prepared]) -> dict[str, list[Prediction]]:
-    """Out-of-fold predictions of every method, in case order."""
+@dataclass
+class Selective:
+    """The classifier's held-out answers as every threshold sees them, and the folds' choice."""
+
+    answers: list[Scored | None]
+    fold_thresholds: list[float]
+
+
+def cross_validate(prepared: Sequence[Prepared]) -> tuple[dict[str, list[Prediction]], Selective]:
+    """Out-of-fold predictions of every method, in case order; the classifier's curve data."""
     results: dict[str, list[Prediction | None]] = {
         "rules": [p.rules for p in prepared],
         "rules+classifier": [None] * len(prepared),
         "keyword-grep": [grep_prediction(p.text) for p in prepared],
         "exit-code-only": [None] * len(prepared),
     }
+    selective = Selective([None] * len(prepared), [])
     for fold in grouped_folds(prepared):
         inside = set(fold)
         train = [prepared[i] for i in range(len(prepared)) if i not in inside]
-        model = fit_calibrated(train, fit)
+        calibration, _ = calibrate(held_out(train, fit))
+        selective.fold_thresholds.append(calibration.threshold)
+        model = fit([p.features for p in train], [p.case.label for p in train], calibration)
         by_exit = _exit_table(train)
         for index in fold:
             item = prepared[index]
-            answer = final_verdict(
-                item.rule_scores,
-                item.rules_say_none,
-                "failure_seen" in item.features,
-                model.probabilities(item.features),
-                VERDICT_THRESHOLD,
-            )
-            top = answer.ranking[0] if answer.ranking else Verdict.NONE
+            decided = answer(model, item)
             # The verdict goes through `rerank`, as in `crashlens analyze`: it also turns a
             # winner with no line to cite into `unknown`.
             verdict = (
                 rerank(list(item.analyses), item.decision, model).verdict
                 if item.decision is not None
-                else answer.verdict
+                else decided.verdict
             )
+            top = decided.ranking[0]
             results["rules+classifier"][index] = Prediction(
-                verdict, answer.ranking, answer.confidences.get(top, 0.0)
+                verdict, decided.ranking, decided.confidences[top]
             )
             results["exit-code-only"][index] = by_exit(item.exit_bucket)
-    return {name: [p for p in preds if p is not None] for name, preds in results.items()}
+            any_threshold = replace(calibration, threshold=0.0)
+            selective.answers[index] = scored(item.case, answer(model, item, any_threshold))
+    predictions = {name: [p for p in preds if p is not None] for name, preds in results.items()}
+    return predictions, selective
 
 
 def _exit_table(train: Sequence[Prepared]) -> Callable[[str | None], Prediction]:
@@ -188,8 +217,14 @@ def evaluate(cases: Sequence[Case], rules: tuple[Rule, ...] | None = None) -> li
     """Prepare every case and score every method."""
     library = rules if rules is not None else shipped_rules()
     prepared = [prepare(case, library) for case in cases]
-    predictions = cross_validate(prepared)
-    return [score(name, cases, preds) for name, preds in predictions.items()]
+    predictions, selective = cross_validate(prepared)
+    results = [score(name, cases, preds) for name, preds in predictions.items()]
+    answers = [item for item in selective.answers if item is not None]
+    classifier = next(m for m in results if m.method == "rules+classifier")
+    classifier.curve = curve(answers)
+    classifier.threshold = choose_threshold(answers) if answers else None
+    classifier.fold_thresholds = selective.fold_thresholds
+    return results
 
 
 def corpus_counts(cases: Sequence[Case]) -> dict[str, dict[str, int]]:

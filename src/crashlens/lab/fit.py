@@ -1,4 +1,4 @@
-"""Fitting the classifier: a logistic regression on feature dicts, and its temperature.
+"""Fitting the classifier: a logistic regression on feature dicts, and its temperatures.
 
 scikit-learn is imported inside `fit` only (training and evaluation; `analyze` never pays for
 it). The model this returns carries no rule-library digest: only the shipped model, written by
@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from crashlens.decide.classifier import Model
+from crashlens.decide.classifier import UNCALIBRATED, Calibration, Model
 
 REGULARIZATION = 0.5
 """Inverse L2 strength: the corpus is small, so weights are kept modest."""
 MIN_TOKEN_CASES = 2
 """A word must occur in this many training cases to become a feature."""
-TEMPERATURES = tuple(round(0.2 + 0.05 * i, 2) for i in range(57))
+TEMPERATURES = tuple(round(0.2 * 1.05**i, 4) for i in range(81))
+"""Temperatures tried, 0.2 to 10, 5 % apart."""
 
 
 def _prune(rows: Sequence[dict[str, float]]) -> list[dict[str, float]]:
@@ -32,7 +33,7 @@ def _prune(rows: Sequence[dict[str, float]]) -> list[dict[str, float]]:
 def fit(
     rows: Sequence[dict[str, float]],
     labels: Sequence[str],
-    temperature: float = 1.0,
+    calibration: Calibration = UNCALIBRATED,
     corpus_digest: str = "",
     version: str = "",
 ) -> Model:
@@ -55,27 +56,44 @@ def fit(
         classes=tuple(str(c) for c in classifier.classes_),
         weights=weights,
         intercept=tuple(float(v) for v in classifier.intercept_),
-        temperature=temperature,
+        calibration=calibration,
         corpus_digest=corpus_digest,
         rules_digest="",
         version=version,
     )
 
 
-def best_temperature(logit_rows: Sequence[dict[str, float]], labels: Sequence[str]) -> float:
-    """The temperature that minimizes the negative log-likelihood of held-out predictions.
+def _log_loss(logit_rows: Sequence[dict[str, float]], labels: Sequence[str], t: float) -> float:
+    loss = 0.0
+    for logits, label in zip(logit_rows, labels, strict=True):
+        scaled = {c: v / t for c, v in logits.items()}
+        top = max(scaled.values())
+        total = sum(math.exp(v - top) for v in scaled.values())
+        loss -= scaled.get(label, top - 30.0) - top - math.log(total)
+    return loss
 
-    `logit_rows` are probabilities at temperature 1; rescaling their logs by 1/T is the same
-    as rescaling the logits, since softmax is shift-invariant.
-    """
-    best, best_loss = 1.0, math.inf
-    for temperature in TEMPERATURES:
-        loss = 0.0
-        for probabilities, label in zip(logit_rows, labels, strict=True):
-            scaled = {c: math.log(max(p, 1e-12)) / temperature for c, p in probabilities.items()}
-            top = max(scaled.values())
-            total = sum(math.exp(v - top) for v in scaled.values())
-            loss -= scaled.get(label, -30.0) - top - math.log(total)
-        if loss < best_loss:
-            best, best_loss = temperature, loss
-    return best
+
+def best_temperature(
+    logit_rows: Sequence[dict[str, float]], labels: Sequence[str], at_least: float = 0.0
+) -> float:
+    """The temperature (not under `at_least`) that minimizes the negative log-likelihood of
+    held-out combined log-scores (`classifier.combined_logits`); with no rows, `at_least` (or
+    1.0)."""
+    if not logit_rows:
+        return at_least or 1.0
+    allowed = [t for t in TEMPERATURES if t >= at_least] or [TEMPERATURES[-1]]
+    return min(allowed, key=lambda t: (_log_loss(logit_rows, labels, t), t))
+
+
+def best_temperatures(
+    logit_rows: Sequence[dict[str, float]], thin: Sequence[bool], labels: Sequence[str]
+) -> tuple[float, float]:
+    """Temperatures for direct and for thin rule evidence, each fitted on its own held-out
+    rows; thin evidence is never calibrated sharper than direct evidence."""
+    direct = [(row, label) for row, t, label in zip(logit_rows, thin, labels, strict=True) if not t]
+    weak = [(row, label) for row, t, label in zip(logit_rows, thin, labels, strict=True) if t]
+    temperature = best_temperature([r for r, _ in direct], [lb for _, lb in direct])
+    thin_temperature = best_temperature(
+        [r for r, _ in weak], [lb for _, lb in weak], at_least=temperature
+    )
+    return temperature, thin_temperature

@@ -2,8 +2,9 @@
 
 `prepare` runs the pipeline on a case and keeps what every method needs (features, the rules'
 decision, the raw text for the keyword baseline, the exit status); `grouped_folds` keeps cases
-rebuilt from one public thread in one fold; `fit_calibrated` fits a model with its temperature
-chosen on held-out folds.
+rebuilt from one public thread in one fold; `fit_calibrated` fits a model with its calibration
+(temperatures and verdict threshold) chosen on held-out folds; `answer` is the combined,
+calibrated answer for one case, as `crashlens analyze` computes it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crashlens.decide.classifier import Model
+from crashlens.decide.classifier import (
+    Calibration,
+    CombinedAnswer,
+    Model,
+    combined_logits,
+    final_verdict,
+    leader,
+    thin_evidence,
+)
 from crashlens.decide.features import features
 from crashlens.decide.policy import Decision, decide
 from crashlens.lab.corpus import Case
-from crashlens.lab.fit import best_temperature
+from crashlens.lab.fit import best_temperatures
+from crashlens.lab.selective import Scored, choose_threshold, scored
 from crashlens.match.rules import Rule
 from crashlens.model import Fact, InputAnalysis, Verdict
 from crashlens.pipeline import analyze_inputs
@@ -112,12 +122,23 @@ def grouped_folds(prepared: Sequence[Prepared], folds: int = FOLDS) -> list[list
     return [sorted(b) for b in buckets]
 
 
-def fit_calibrated(train: Sequence[Prepared], fitter: Callable[..., Model]) -> Model:
-    """Fit on `train`, the temperature chosen on out-of-fold predictions (grouped folds)."""
-    inner = grouped_folds(train, folds=4)
-    held_out: list[dict[str, float]] = []
-    labels: list[str] = []
-    for fold in inner:
+def answer(model: Model, item: Prepared, calibration: Calibration | None = None) -> CombinedAnswer:
+    """The combined answer for one prepared case (the model's own calibration by default)."""
+    return final_verdict(
+        item.rule_scores,
+        item.rules_say_none,
+        "failure_seen" in item.features,
+        model.probabilities(item.features),
+        calibration or model.calibration,
+    )
+
+
+def held_out(
+    train: Sequence[Prepared], fitter: Callable[..., Model]
+) -> list[tuple[Prepared, Model]]:
+    """Every case of `train` with a model fitted without its fold (grouped folds)."""
+    pairs: list[tuple[Prepared, Model]] = []
+    for fold in grouped_folds(train, folds=4):
         if not fold:
             continue
         inside = set(fold)
@@ -125,7 +146,29 @@ def fit_calibrated(train: Sequence[Prepared], fitter: Callable[..., Model]) -> M
         if len({p.case.label for p in rest}) < 2:
             continue
         model = fitter([p.features for p in rest], [p.case.label for p in rest])
-        held_out.extend(model.probabilities(train[i].features) for i in fold)
-        labels.extend(train[i].case.label for i in fold)
-    temperature = best_temperature(held_out, labels) if held_out else 1.0
-    return fitter([p.features for p in train], [p.case.label for p in train], temperature)
+        pairs.extend((train[i], model) for i in fold)
+    return pairs
+
+
+def calibrate(pairs: Sequence[tuple[Prepared, Model]]) -> tuple[Calibration, list[Scored]]:
+    """Temperatures, then the threshold, fitted on held-out (case, model) pairs; with the
+    held-out answers as every threshold sees them."""
+    rows, thin, labels = [], [], []
+    for item, model in pairs:
+        logits = combined_logits(
+            item.rule_scores, item.rules_say_none, model.probabilities(item.features)
+        )
+        rows.append(logits)
+        thin.append(thin_evidence(item.rule_scores, item.rules_say_none, leader(logits)))
+        labels.append(item.case.label)
+    temperature, thin_temperature = best_temperatures(rows, thin, labels)
+    any_threshold = Calibration(temperature, thin_temperature, threshold=0.0)
+    items = [scored(item.case, answer(model, item, any_threshold)) for item, model in pairs]
+    threshold = choose_threshold(items) if items else 0.5
+    return Calibration(temperature, thin_temperature, threshold), items
+
+
+def fit_calibrated(train: Sequence[Prepared], fitter: Callable[..., Model]) -> Model:
+    """Fit on `train`, its calibration chosen on out-of-fold predictions (grouped folds)."""
+    calibration, _ = calibrate(held_out(train, fitter))
+    return fitter([p.features for p in train], [p.case.label for p in train], calibration)

@@ -8,6 +8,7 @@ from typing import Any
 
 from crashlens.lab.corpus import LABELS
 from crashlens.lab.evaluate import Metrics
+from crashlens.lab.selective import WRONG_COST
 from crashlens.model import Verdict
 
 _ROWS = (
@@ -35,6 +36,8 @@ def render_eval_text(results: list[Metrics], counts: dict[str, Any]) -> str:
         cells = "".join(f"{m.per_label[label]['f1']:>{width}.3f}" for m in results)
         support = int(results[0].per_label[label]["support"])
         lines.append(f"  {label:12} (n={support:3}){cells}")
+    for metrics in results:
+        lines.extend(_selective(metrics))
     for metrics in results[:2]:
         lines.extend(["", f"confusion ({metrics.method}): rows = label, columns = verdict"])
         columns = [*LABELS, Verdict.UNKNOWN]
@@ -43,6 +46,31 @@ def render_eval_text(results: list[Metrics], counts: dict[str, Any]) -> str:
             row = metrics.confusion.get(label, {})
             lines.append(f"  {label:12}" + "".join(f"{row.get(c, 0):>9}" for c in columns))
     return "\n".join(lines) + "\n"
+
+
+def _selective(metrics: Metrics) -> list[str]:
+    """The accuracy-coverage curve and the operating point of a method that has them."""
+    if not metrics.curve or metrics.threshold is None:
+        return []
+    lines = [
+        "",
+        f"accuracy-coverage ({metrics.method}, out-of-fold): a cause is named when its",
+        "calibrated probability reaches the threshold; coverage = failed runs given a cause",
+        f"{'threshold':>11}{'coverage':>10}{'accuracy':>10}{'top-1':>8}{'wrong':>7}",
+    ]
+    for item in metrics.curve:
+        mark = "  <- operating point" if item.threshold == metrics.threshold else ""
+        lines.append(
+            f"{item.threshold:>11.2f}{item.coverage:>10.3f}{item.accuracy:>10.3f}"
+            f"{item.top1:>8.3f}{item.wrong:>7}{mark}"
+        )
+    folds = " ".join(f"{t:.2f}" for t in metrics.fold_thresholds)
+    lines.append(
+        f"operating point {metrics.threshold:.2f}: chosen on these out-of-fold answers as "
+        f"`crashlens train` chooses it (a wrong cause costs {WRONG_COST:g} unknowns); "
+        f"the folds chose {folds}"
+    )
+    return lines
 
 
 def render_eval_json(results: list[Metrics], counts: dict[str, Any]) -> str:

@@ -1,9 +1,9 @@
 """`crashlens train corpus/`: the shipped classifier, and the digest that tells when it is stale.
 
-Analyzes every case once, fits the model on all of them with its temperature chosen on
-held-out folds (`prepare.fit_calibrated`), and stamps it with the digests of the corpus and of
-the rule library, so a test fails when either changed since. Deterministic: same corpus, same
-model.
+Analyzes every case once, fits the model on all of them with its calibration (temperatures
+and the verdict threshold) chosen on held-out folds (`prepare.fit_calibrated`), and stamps it
+with the digests of the corpus and of the rule library, so a test fails when either changed
+since. Deterministic: same corpus, same model.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def rules_digest(directory: Path | None = None) -> str:
 
 
 def train_on_corpus(root: Path, cases: Sequence[Case]) -> Model:
-    """Analyze every case and fit the shipped model, temperature included."""
+    """Analyze every case and fit the shipped model, calibration included."""
     rules = shipped_rules()
     prepared = [prepare(case, rules) for case in cases]
     model = fit_calibrated(prepared, fit)
@@ -68,7 +68,7 @@ def train_on_corpus(root: Path, cases: Sequence[Case]) -> Model:
         classes=model.classes,
         weights=model.weights,
         intercept=model.intercept,
-        temperature=model.temperature,
+        calibration=model.calibration,
         corpus_digest=corpus_digest(root),
         rules_digest=rules_digest(),
         version=f"corpus-{corpus_digest(root)}",
