@@ -32,9 +32,10 @@ from pathlib import Path
 from crashlens.model import Verdict
 
 MODEL_FILE = "classifier.json"
-CONFIDENCE_DIGITS = 3
-"""Confidences are rounded to this many decimals before the verdict is decided on them, so the
-number a report prints is the number the threshold was compared with."""
+CONFIDENCE_DIGITS = 2
+"""Confidences are rounded to whole percents before the verdict is decided on them, so the
+number a report prints (`77%` in the terminal, 0.77 in JSON) is the number the threshold was
+compared with. A finer figure would claim more than a few hundred labelled cases can tell."""
 
 
 @dataclass(frozen=True, slots=True)
