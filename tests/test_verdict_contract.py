@@ -19,6 +19,7 @@ from crashlens.decide.classifier import (
     final_verdict,
     shipped_model,
 )
+from crashlens.decide.policy import VERDICT_THRESHOLD
 from crashlens.lab.corpus import load_cases
 from crashlens.match.rules import Rule, shipped_rules
 from crashlens.model import (
@@ -114,6 +115,14 @@ def test_random_evidence_mixes_agree_with_their_confidences() -> None:
         analyses = _mix(rng, pool)
         report = build_report(analyses, rules, model)
         _assert_agrees(report, model.calibration.threshold, f"trial {trial}")
+
+
+def test_rules_alone_keep_the_same_contract_at_their_own_threshold() -> None:
+    rules = shipped_rules()
+    rng = random.Random(7)
+    for trial in range(200):
+        report = build_report(_mix(rng, rules), rules, None)
+        _assert_agrees(report, VERDICT_THRESHOLD, f"trial {trial}")
 
 
 def test_a_bare_sigkill_is_likely_host_oom_with_what_would_confirm_it(tmp_path: Path) -> None:
