@@ -44,6 +44,9 @@ def test_library_is_not_empty() -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=IDS)
 def test_rule_examples(rule: Rule) -> None:
+    if not rule.patterns and not rule.facts:
+        assert rule.explains, f"{rule.source}: a rule without [match] only explains"
+        return  # its examples are its explanations' (tests/test_explanations.py)
     assert rule.examples_match, f"{rule.source}: add at least one [examples] match line"
     assert rule.examples_no_match, f"{rule.source}: add at least one [examples] no_match line"
     for example in rule.examples_match:
@@ -126,6 +129,7 @@ def test_patterns_have_a_distinctive_literal(rule: Rule) -> None:
 def test_placeholders_are_known_and_droppable(rule: Rule) -> None:
     """A `{name}` must be a known placeholder or a named group; one step must need none."""
     groups = {name for p in rule.patterns for name in re.compile(p).groupindex}
+    groups |= {"path" for explanation in rule.explains if explanation.path}
     texts = [rule.summary] + [
         t for s in rule.remediation + rule.next_checks for t in (s.text, s.command or "")
     ]
@@ -280,6 +284,10 @@ README_SECTIONS = {
     "step": "### Step items",
     "examples": "### `[examples]`",
     "remedy": "## Remedy blocks: `patterns/remedies/<name>.toml`",
+    "explains": "### `[[explains]]`",
+    "rules_out": "### `[[rules_out]]`",
+    "explanation.examples": "### Explanation `examples`",
+    "explanation.example": "### Explanation example items",
 }
 
 

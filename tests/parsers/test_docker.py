@@ -343,3 +343,56 @@ def test_any_sample_cut_anywhere_parses(name: str) -> None:
 def test_compose_lines_starting_with_dashes_terminate() -> None:
     text = "------ Shared Memory Segments --------\n-x: 1\n  - a\n-\nkey: v\n"
     assert COMPOSE.parse(text, "dashes.yml").facts == ()
+
+
+def _mounts(facts: tuple[Fact, ...]) -> dict[FactValue, Fact]:
+    return {f.value: f for f in facts if f.key == "docker.mount"}
+
+
+def test_mounts_of_a_real_sample_say_which_are_read_only() -> None:
+    facts = inspect_sample(DEFAULT_SHM)
+    mounts = _mounts(facts)
+    assert set(mounts) == {"/workspace/data", "/workspace/output", "/root/.cache/huggingface"}
+    data = mounts["/workspace/data"]
+    assert data.attr("rw") is False
+    assert data.attr("source") == "/data/datasets/imagenet"
+    assert data.attr("origin") == "Mounts"
+    assert data.text == '"Destination": "/workspace/data"'
+    assert data.lineno == 161
+    assert mounts["/workspace/output"].attr("rw") is True
+    assert one(facts, "docker.readonly_rootfs").value is False
+
+
+def _container(host: dict[str, object], mounts: list[object] | None = None) -> str:
+    return json.dumps([{"Id": "c1", "Name": "/job", "State": {}, "HostConfig": host,
+                        "Mounts": mounts or []}], indent=2)  # fmt: skip
+
+
+def test_binds_tmpfs_and_a_read_only_root_become_mounts() -> None:
+    host = {
+        "Binds": ["/srv/ckpt:/ckpt:ro,rslave", "cache:/cache", "/etc/localtime:/etc/localtime:ro"],
+        "Tmpfs": {"/scratch": "rw,size=1g", "/cfg": "ro"},
+        "ReadonlyRootfs": True,
+    }
+    mounts = _mounts(INSPECT.parse(_container(host), "i.json").facts)
+    assert mounts["/ckpt"].attr("rw") is False and mounts["/ckpt"].attr("type") == "bind"
+    assert mounts["/cache"].attr("rw") is True and mounts["/cache"].attr("type") == "volume"
+    assert mounts["/scratch"].attr("rw") is True and mounts["/cfg"].attr("rw") is False
+    assert mounts["/"].attr("rw") is False and mounts["/"].attr("origin") == "ReadonlyRootfs"
+
+
+def test_the_mounts_list_wins_over_binds_for_the_same_destination() -> None:
+    host = {"Binds": ["/srv/data:/data"], "Mounts": [{"Target": "/models", "ReadOnly": True}]}
+    mounts = [{"Type": "bind", "Source": "/srv/data", "Destination": "/data/", "RW": False}]
+    facts = INSPECT.parse(_container(host, mounts), "i.json").facts
+    found = _mounts(facts)
+    assert found["/data/"].attr("rw") is False and found["/data/"].attr("origin") == "Mounts"
+    assert "/data" not in found
+    assert found["/models"].attr("rw") is False
+    assert found["/models"].attr("origin") == "HostConfig.Mounts"
+
+
+@pytest.mark.parametrize("binds", [["no-colon"], ["C:\\data:D:\\data"], [42], "text"])
+def test_odd_binds_are_skipped(binds: object) -> None:
+    facts = INSPECT.parse(_container({"Binds": binds}), "i.json").facts
+    assert not _mounts(facts)

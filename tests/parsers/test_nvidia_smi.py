@@ -636,3 +636,17 @@ GPU 00000000:18:00.0
         ),
         ("temperature.gpu", 16, "temperature / gpu current temp"),
     ]
+
+
+def test_process_share_of_its_gpu() -> None:
+    """A process's memory as a share of its GPU (what an explanation of an OOM asks)."""
+    table = parse("table_384.66_pre_mig_no_cuda_version_old_process_header_REPRO.txt")
+    assert one(table, "gpu.process", pid=1568).attr("share_percent") == 15.2
+    query = parse("q_535.154.05_8xh100.txt")
+    assert one(query, "gpu.process", pid=1100070).attr("share_percent") == 98.5
+    xml = parse("qx_tesla-t4.xml")
+    assert one(xml, "gpu.process", pid=5762).attr("share_percent") == 6.5
+    truncated = parse("table_580_8xb200_hang_mem_truncated_REPRO.txt")
+    assert one(truncated, "gpu.process", pid=2709700).attr("share_percent") is None
+    csv = parse("csv_query_compute_apps_590.48.01_h100_mig.csv")  # no GPU total in this query
+    assert all(f.attr("share_percent") is None for f in facts(csv, "gpu.process"))

@@ -12,6 +12,12 @@ line count once), after three adjustments that encode how failures cascade:
    root evidence, or when it comes from a rank other than the one that failed first.
 3. **The first failure outranks the ones after it.** Hits on the rank torchelastic names as
    the first observed failure are boosted; hits from ranks that died later are not.
+4. **A fact of another input can explain a symptom, or rule a cause out** (applied first,
+   before the three above; `decide/explain.py`). The rules say so as data (`[[explains]]`,
+   `[[rules_out]]`): `EROFS` on a path the container mounted read-only counts for
+   `permissions`, not a failing disk; `IpcMode: host` makes the container's 64 MiB ShmSize
+   irrelevant. An explained symptom counts for the explaining rule's category with the
+   explanation's weight; a ruled-out hit is dropped; the report's notes cite both lines.
 
 Context hits (ShmSize 64 MiB, a low memlock ulimit) only count once a failure is seen, and a
 category supported by context alone stays below the verdict threshold. Scores become
@@ -26,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from crashlens.decide.explain import apply_explanations
 from crashlens.match.rules import Rule, rule_index
 from crashlens.model import Category, Clock, Fact, Hit, InputAnalysis, InputKind, Role, Verdict
 
@@ -226,7 +233,9 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     )
     weak = any(hit.rule_id in failure_rules for hit in hits) or _failure_exit(facts)
     failure_seen = strong or (weak and not user_stopped(facts))
-    weighed, demoted = _weigh(hits, knock_on, first_rank)
+    explained = apply_explanations(hits, facts, rules)
+    weighed, demoted = _weigh(explained.hits, knock_on, first_rank)
+    weighed = [_with_reason(item, explained.reasons) for item in weighed]
     by_category: dict[Category, list[WeighedHit]] = defaultdict(list)
     for item in weighed:
         by_category[item.category].append(item)
@@ -239,7 +248,7 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     }
     scores = {c: s for c, s in scores.items() if s >= MIN_REPORTED}
     confidences = _confidences(scores)
-    notes: list[str] = []
+    notes: list[str] = list(explained.notes)
     candidates = []
     for category in sorted(scores, key=lambda c: (-scores[c], c.value)):
         items = sorted(by_category[category], key=_evidence_order)
@@ -276,6 +285,15 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
         first_failure=first_failure,
         notes=tuple(notes),
     )
+
+
+def _with_reason(item: WeighedHit, reasons: dict[Hit, str]) -> WeighedHit:
+    """The weighed hit with why an explanation moved it, ahead of its other notes."""
+    reason = reasons.get(item.hit)
+    if reason is None or item.category is not item.hit.category:
+        return item
+    note = f"{reason}; {item.note}" if item.note else reason
+    return WeighedHit(item.hit, item.category, item.weight, note, item.demotion)
 
 
 def _evidence_order(item: WeighedHit) -> tuple[int, float, str, int]:

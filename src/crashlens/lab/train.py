@@ -17,7 +17,7 @@ from crashlens.lab.corpus import Case, corpus_digest
 from crashlens.lab.fit import fit
 from crashlens.lab.prepare import fit_calibrated, prepare
 from crashlens.library import default_pattern_dir
-from crashlens.match.rules import load_rules, shipped_rules
+from crashlens.match.rules import Rule, load_rules, shipped_rules
 from crashlens.parsers.dmesg.xid import load_table as load_xid_table
 
 
@@ -54,9 +54,20 @@ def rules_digest(directory: Path | None = None) -> str:
             rule.knock_on,
             rule.against,
             rule.failure,
+            _explanations(rule),
         )
         digest.update(repr(parts).encode() + b"\n")
     return digest.hexdigest()[:16]
+
+
+def _explanations(rule: Rule) -> tuple[object, ...]:
+    """What the decision takes from a rule's explanations and ruling-outs (not notes, examples)."""
+    explains = tuple(
+        (sorted(e.symptom_rules), e.symptom_category, e.symptom_line, e.when)
+        + (e.path, e.foreign, e.weight)
+        for e in rule.explains
+    )
+    return explains, tuple((sorted(r.rules), r.when) for r in rule.rules_out)
 
 
 def train_on_corpus(root: Path, cases: Sequence[Case]) -> Model:

@@ -28,6 +28,13 @@ from crashlens.errors import PatternError
 from crashlens.library import default_pattern_dir
 from crashlens.match.catalogs import catalog_patterns
 from crashlens.match.diskcache import read_entry, write_entry
+from crashlens.match.explanations import (
+    Explanation,
+    RuleOut,
+    check_references,
+    parse_explanations,
+    parse_rules_out,
+)
 from crashlens.model import Category, Fact, FactValue, InputKind, Role
 from crashlens.parsers import LOG_KINDS  # what `inputs = ["logs"]` stands for: the log parsers
 
@@ -40,6 +47,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
             {
                 "id", "category", "role", "weight", "title", "summary", "inputs", "flags",
                 "knock_on", "failure", "against", "also", "match", "remediation", "examples",
+                "explains", "rules_out",
             }
         ),
         "match": frozenset({"any", "none", "facts", "catalog"}),
@@ -48,12 +56,21 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "step": frozenset({"text", "command", "use"}),
         "examples": frozenset({"match", "no_match", "known_miss"}),
         "remedy": frozenset({"about", "steps", "generic_for"}),
+        "explains": frozenset(
+            {"symptom_rules", "symptom_category", "symptom_line", "when", "path", "foreign",
+             "weight", "note", "examples"}
+        ),
+        "rules_out": frozenset({"rules", "when", "note", "examples"}),
+        "explanation.examples": frozenset({"match", "no_match"}),
+        "explanation.example": frozenset({"line", "facts"}),
     }
 )  # fmt: skip
 """Every field the loader accepts, by table (`also` is open: its keys are categories).
 
 Any other field is refused, so a misspelt one (`knock-on`) cannot be silently ignored.
-`step` is an item of `steps` / `next_checks`; `remedy` is a file of `patterns/remedies/`."""
+`step` is an item of `steps` / `next_checks`; `remedy` is a file of `patterns/remedies/`;
+`explains` / `rules_out` are a rule's cross-file explanations (`match/explanations.py`), whose
+`examples` hold `explanation.example` items."""
 
 PLACEHOLDERS: Mapping[str, str] = MappingProxyType(
     {
@@ -232,6 +249,10 @@ class Rule:
     known_miss: tuple[str, ...]
     source: str
     """The file the rule was loaded from."""
+    explains: tuple[Explanation, ...] = ()
+    """Facts that explain other rules' symptoms: those hits then count for this category."""
+    rules_out: tuple[RuleOut, ...] = ()
+    """Facts that make other rules' hits irrelevant."""
 
     @property
     def flags(self) -> int:
@@ -536,12 +557,14 @@ def parse_rule(
     weight = float(_require(data, "weight", (int, float), path))
     if not 0.0 < weight <= 1.0:
         raise PatternError(path, "weight must be in (0, 1]")
-    match = _require(data, "match", dict, path)
+    explains = parse_explanations(data, path, _fact_conditions, FIELDS)
+    # A rule that only explains others' symptoms has no hits of its own, so no `[match]`.
+    match = _require(data, "match", dict, path) if "match" in data or not explains else {}
     _unknown_fields(match, "match", "match", path)
     patterns = _strings(match, "any", path) + catalog_patterns(match.get("catalog"), path)
     excludes = _strings(match, "none", path)
     facts = _fact_conditions(match, path)
-    if not patterns and not facts:
+    if not patterns and not facts and not explains:
         raise PatternError(path, "`match` needs `any` patterns or `facts` conditions")
     flags = _strings(data, "flags", path)
     for flag in flags:
@@ -562,6 +585,7 @@ def parse_rule(
     if not isinstance(summary, str):
         raise PatternError(path, "`summary` must be a string")
     own_groups = {name for pattern in patterns for name in _GROUP_NAME.findall(pattern)}
+    own_groups |= {"path" for explanation in explains if explanation.path is not None}
     steps = _steps(remediation, "steps", path, remedies or {})
     next_checks = _steps(remediation, "next_checks", path, remedies or {})
     texts = [("summary", summary), *_step_texts("remediation.steps", steps)]
@@ -590,6 +614,8 @@ def parse_rule(
         examples_no_match=_strings(examples, "no_match", path),
         known_miss=_strings(examples, "known_miss", path),
         source=path,
+        explains=explains,
+        rules_out=parse_rules_out(data, path, _fact_conditions, FIELDS),
     )
 
 
@@ -675,9 +701,18 @@ def load_rules(directory: Path) -> tuple[Rule, ...]:
             raise PatternError(str(path), f"duplicate id {rule.id!r} (also in {seen[rule.id]})")
         seen[rule.id] = str(path)
         rules.append(rule)
+    check_references(_named_rules(rules), {rule.id: rule.role for rule in rules})
     if cached is None:  # the whole library is valid (so JSON types only): worth keeping
         write_entry(entry, json.dumps(tables, ensure_ascii=False).encode("utf-8"))
     return tuple(sorted(rules, key=lambda r: r.id))
+
+
+def _named_rules(rules: Iterable[Rule]) -> Iterable[tuple[str, str, frozenset[str]]]:
+    for rule in rules:
+        for index, explanation in enumerate(rule.explains):
+            yield rule.source, f"explains[{index}].symptom_rules", explanation.symptom_rules
+        for index, ruling in enumerate(rule.rules_out):
+            yield rule.source, f"rules_out[{index}].rules", ruling.rules
 
 
 _LIBRARY_CACHE_FORMAT = 1

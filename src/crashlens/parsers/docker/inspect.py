@@ -31,6 +31,12 @@ Facts from `docker inspect` (one set per container; attrs `container` on each):
   attrs `source` (`device_requests` | `devices` (`--device /dev/nvidiaN`, CDI
   `nvidia.com/gpu=...`) | `env`).
 * `docker.runtime`: str `HostConfig.Runtime`.
+* `docker.mount`: str a mount point inside the container, one per destination (at most
+  `MAX_MOUNTS`); attrs `rw` (bool: writable), `source`, `type` (`bind` | `volume` | `tmpfs`
+  ...), `origin` (`Mounts` | `HostConfig.Mounts` | `Binds` | `Tmpfs` | `ReadonlyRootfs`). With
+  `ReadonlyRootfs: true` the root filesystem is the mount `/` with rw=False, so the mount that
+  holds a path is the deepest mount point containing it.
+* `docker.readonly_rootfs`: bool `HostConfig.ReadonlyRootfs`.
 """
 
 from __future__ import annotations
@@ -99,6 +105,59 @@ def _dev_shm_mount(container: dict[str, Any], host: dict[str, Any]) -> _ShmMount
         if str(target).rstrip("/") == DEV_SHM:
             return _ShmMount("tmpfs", None, tmpfs_size_option(str(options or "")), "Tmpfs")
     return None
+
+
+MAX_MOUNTS = 64
+"""Mount facts kept per container (a container with hundreds of mounts is not a training job)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Mount:
+    destination: str
+    rw: bool
+    source: str | None
+    kind: str
+    origin: str
+    key: str
+    """The JSON key to cite (`Destination`, `Target`, `Binds`, `Tmpfs`, `ReadonlyRootfs`)."""
+
+
+def _bind_mount(bind: str) -> _Mount | None:
+    """`SRC:DST[:OPTS]` of `HostConfig.Binds` (`ro` in OPTS: read-only)."""
+    parts = bind.split(":")
+    if len(parts) < 2 or not parts[1].startswith("/"):
+        return None
+    options = parts[2].split(",") if len(parts) > 2 else []
+    rw = "ro" not in options
+    return _Mount(parts[1], rw, parts[0], bind_kind(parts[0]), "Binds", "Binds")
+
+
+def _mounts(container: dict[str, Any], host: dict[str, Any]) -> list[_Mount]:
+    """Every mount of the container, each destination once (what `Mounts` reports first)."""
+    found: list[_Mount] = []
+    for entry in map(_dict, _list(container.get("Mounts"))):
+        destination, rw = entry.get("Destination"), entry.get("RW")
+        if isinstance(destination, str) and isinstance(rw, bool):
+            kind = str(entry.get("Type") or "bind")
+            source = entry.get("Source") or None
+            found.append(_Mount(destination, rw, source, kind, "Mounts", "Destination"))
+    for entry in map(_dict, _list(host.get("Mounts"))):
+        target = entry.get("Target")
+        if isinstance(target, str):
+            rw = entry.get("ReadOnly") is not True
+            kind = str(entry.get("Type") or "bind")
+            source = entry.get("Source") or None
+            found.append(_Mount(target, rw, source, kind, "HostConfig.Mounts", "Target"))
+    found.extend(m for bind in _list(host.get("Binds")) if (m := _bind_mount(str(bind))))
+    for target, options in _dict(host.get("Tmpfs")).items():
+        rw = "ro" not in str(options or "").split(",")
+        found.append(_Mount(str(target), rw, None, "tmpfs", "Tmpfs", "Tmpfs"))
+    if host.get("ReadonlyRootfs") is True:
+        found.append(_Mount("/", False, None, "rootfs", "ReadonlyRootfs", "ReadonlyRootfs"))
+    unique: dict[str, _Mount] = {}
+    for mount in found:
+        unique.setdefault(mount.destination.rstrip("/") or "/", mount)
+    return list(unique.values())[:MAX_MOUNTS]
 
 
 def _visible_devices_count(env: list[Any]) -> int | None:
@@ -178,6 +237,7 @@ class _ContainerFacts:
         self._shm()
         self._limits()
         self._gpus()
+        self._mounts()
         return self.facts
 
     def _identity(self) -> None:
@@ -253,6 +313,29 @@ class _ContainerFacts:
         runtime = host.get("Runtime")
         if isinstance(runtime, str) and runtime:
             self.add("docker.runtime", runtime, "Runtime")
+
+    def _mounts(self) -> None:
+        readonly_rootfs = self.host.get("ReadonlyRootfs")
+        if isinstance(readonly_rootfs, bool):
+            self.add("docker.readonly_rootfs", readonly_rootfs, "ReadonlyRootfs")
+        for mount in _mounts(self.container, self.host):
+            cite: FactValue = mount.destination if mount.key in ("Destination", "Target") else ""
+            lineno, line = self.locator.find(mount.key, cite or None)
+            text = line if line else f"docker.mount = {mount.destination}"
+            self.facts.append(
+                fact(
+                    "docker.mount",
+                    mount.destination,
+                    self.path,
+                    lineno,
+                    text=text,
+                    container=self.name,
+                    rw=mount.rw,
+                    source=mount.source,
+                    type=mount.kind,
+                    origin=mount.origin,
+                )
+            )
 
     def _gpus(self) -> None:
         if "DeviceRequests" not in self.host and "Runtime" not in self.host:

@@ -54,6 +54,7 @@ _KEY_RES: dict[str, re.Pattern[str]] = {
         *("ShmSize", "IpcMode", "Memory", "Privileged", "CapAdd", "CapDrop", "SecurityOpt"),
         *("Runtime", "Ulimits", "DeviceRequests", "OOMKilled", "ExitCode", "Status", "Error"),
         *("Name", "Image", "Mounts", "Binds", "Tmpfs", "OCIRuntime", "Devices"),
+        *("Destination", "Target", "ReadonlyRootfs"),
     )
 }
 _KEY_RES["memlock"] = re.compile(r'"Name"[ \t\r\n]*:[ \t\r\n]*"memlock"')

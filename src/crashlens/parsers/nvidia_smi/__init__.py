@@ -34,7 +34,8 @@ Fact keys (values as documented; attrs in brackets):
 * `gpu.err_field`: str the field showing `ERR!` / `[Unknown Error]` / `[GPU requires reset]`,
   named as the `--query-gpu` field (`fan.speed`, `power.draw`, ...) when there is one, else the
   input's own label path [index, pci, label (as printed), sentinel]
-* `gpu.process`: str process name [pid, index, pci, uuid, used_mib, used_text, type, gi, ci]
+* `gpu.process`: str process name [pid, index, pci, uuid, used_mib, used_text, type, gi, ci,
+  share_percent (its memory as a share of the GPU's total, 0..100, when the input gives both)]
 * `gpu.lost`: bool `Unable to determine the device handle for GPU...` [pci]
 
 Table facts carry the table line they came from; `-q` and CSV facts their line; XML facts have
