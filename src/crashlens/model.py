@@ -284,6 +284,33 @@ class Cause:
     """Set when this cause's evidence was judged a knock-on of a higher-ranked cause."""
 
 
+class Ending(StrEnum):
+    """How the run ended, decided before its cause (`crashlens.decide.failure`)."""
+
+    DIED = "died"
+    """A death sign: the run failed (the verdict is never `none`)."""
+    COMPLETED = "completed"
+    """A normal finish: final metrics, a completion line, a clean exit 0."""
+    STOPPED = "stopped"
+    """Stopped from outside, not a failure: a user's Ctrl-C or scancel, a scheduler's time
+    limit or preemption."""
+    UNKNOWN = "unknown"
+    """No evidence of an ending either way (a log that simply stops)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """Did the run fail, and where does that show (report-contract `ending`)."""
+
+    ending: Ending
+    sign: Evidence | None
+    """The line that shows the death (or the completion, or the stop); None when unknown."""
+    reason: str
+    """One sentence: why this ending."""
+    harmless: tuple[str, ...] = ()
+    """Why alarming lines were judged harmless (a run that completed or was stopped)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     """The result of one analysis; renderers consume only this."""
@@ -313,5 +340,7 @@ class Report:
     torchelastic's report tells it. Not in the JSON."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """Reasoning the report wants a person to read (why a symptom was demoted...)."""
+    assessment: Assessment | None = None
+    """How the run ended and the line that shows it; None when no assessment was made."""
     schema_version: int = 1
     crashlens_version: str = ""

@@ -8,12 +8,12 @@ next checks). Pure apart from reading the inputs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO
 
 from crashlens import __version__
 from crashlens.decide.classifier import Model, shipped_model
-from crashlens.decide.policy import Candidate, Decision, WeighedHit, decide
+from crashlens.decide.policy import Candidate, Decision, WeighedHit, decide, earliest_failure
 from crashlens.decide.remedy import GENERIC_CHECKS, actions, base_context, hit_context, summary
 from crashlens.decide.rerank import rerank
 from crashlens.decide.when import failure_time
@@ -22,7 +22,9 @@ from crashlens.match.engine import analyze_source
 from crashlens.match.rules import Rule, Step, rule_index, shipped_rules
 from crashlens.model import (
     Action,
+    Assessment,
     Cause,
+    Ending,
     Evidence,
     Fact,
     Hit,
@@ -101,11 +103,13 @@ def build_report(
 
     `year_hint` (epoch seconds, e.g. the newest input's mtime) gives yearless times a year
     when no line of the inputs is dated."""
-    decision = decide(analyses, rules)
+    decision = decide(analyses, rules)  # how the run ended first, then why
     if model is not None:
         decision = rerank(analyses, decision, model)
+    assessment = decision.assessment
     facts = [item for analysis in analyses for item in analysis.facts]
     hits = [hit for analysis in analyses for hit in analysis.hits]
+    decision = replace(decision, first_failure=_belonging(decision, analyses, rules))
     top = decision.candidates[0].category if decision.candidates else None
     when = failure_time(decision.first_failure, hits, facts, top, year_hint)
     by_id = rule_index(rules).by_id
@@ -120,12 +124,13 @@ def build_report(
         inputs=tuple(analysis.status for analysis in analyses),
         next_checks=checks,
         failure_seen=decision.failure_seen,
-        first_failure=_first_failure_evidence(decision),
+        first_failure=_first_failure_evidence(decision, assessment),
         lead=_lead(analyses, decision),
         first_failure_rank=decision.first_failure_rank,
         first_failure_at=when.at,
         yearless_year=when.yearless_year,
         notes=decision.notes,
+        assessment=assessment,
         crashlens_version=__version__,
     )
 
@@ -141,9 +146,31 @@ def _dedupe(items: list[Action]) -> list[Action]:
     return kept
 
 
-def _first_failure_evidence(decision: Decision) -> Evidence | None:
+def _belonging(
+    decision: Decision, analyses: Sequence[InputAnalysis], rules: tuple[Rule, ...]
+) -> Hit | None:
+    """The first failure line that belongs to the failure: of the leading cause's lines when
+    it has any, so a warning the run went on from (a connect retry an hour before a Bus
+    error) never leads the report."""
+    first = decision.first_failure
+    if first is None or not decision.candidates:
+        return first
+    top = decision.candidates[0].category
+    if first.category is top:
+        return first
+    index = rule_index(rules)
+    own = [h for a in analyses for h in a.hits if h.category is top]
+    kinds = {a.status.path: a.status.kind for a in analyses}
+    found = earliest_failure(own, decision.first_failure_rank, index.failure, index.knock_on, kinds)
+    return found or first
+
+
+def _first_failure_evidence(decision: Decision, assessment: Assessment | None) -> Evidence | None:
     hit = decision.first_failure
     if hit is None:
+        # No rule matched a failure line: the line that shows the death stands for it.
+        if assessment is not None and assessment.ending is Ending.DIED:
+            return assessment.sign
         return None
     note = f"rank {hit.rank}" if hit.rank is not None else None
     return _evidence(hit, note)

@@ -33,8 +33,20 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from crashlens.decide.explain import apply_explanations
+from crashlens.decide.failure import assess
 from crashlens.match.rules import Rule, rule_index
-from crashlens.model import Category, Clock, Fact, Hit, InputAnalysis, InputKind, Role, Verdict
+from crashlens.model import (
+    Assessment,
+    Category,
+    Clock,
+    Ending,
+    Fact,
+    Hit,
+    InputAnalysis,
+    InputKind,
+    Role,
+    Verdict,
+)
 
 VERDICT_THRESHOLD = 0.5
 """Below this confidence the top cause is reported, but the verdict is `unknown`."""
@@ -48,6 +60,8 @@ FIRST_RANK_BOOST = 0.25
 """Share of the remaining doubt removed for a hit on the rank that failed first."""
 MIN_REPORTED = 0.05
 """Candidates below this score are not listed."""
+ENDED_WELL = frozenset({Ending.COMPLETED, Ending.STOPPED})
+"""Endings that are no failure: the verdict is `none` whatever the rules matched."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +97,13 @@ class Decision:
     first_failure_rank: int | None
     first_failure: Hit | None
     notes: tuple[str, ...]
+    assessment: Assessment | None = None
+    """How the run ended (`decide.failure`); None for a decision made without it."""
+
+    @property
+    def ended_well(self) -> bool:
+        """Whether the run finished or was stopped from outside: then nothing failed."""
+        return self.assessment is not None and self.assessment.ending in ENDED_WELL
 
 
 def noisy_or(weights: Iterable[float]) -> float:
@@ -219,7 +240,10 @@ def _confidences(scores: dict[Category, float]) -> dict[Category, float]:
 
 
 def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision:
-    """Rank the categories from every input's hits and facts."""
+    """Rank the categories from every input's hits and facts, once the failure detector
+    (`decide.failure`) has said how the run ended: a death sign means a failure is seen
+    whatever the rules matched; a finish or an outside stop means no failure at all."""
+    assessment = assess(analyses)
     index = rule_index(rules)
     knock_on, failure_rules = index.knock_on, index.failure
     hits = [hit for analysis in analyses for hit in analysis.hits]
@@ -232,7 +256,8 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
         for hit in hits
     )
     weak = any(hit.rule_id in failure_rules for hit in hits) or _failure_exit(facts)
-    failure_seen = strong or (weak and not user_stopped(facts))
+    died = assessment.ending is Ending.DIED
+    failure_seen = strong or (weak and not user_stopped(facts)) or died
     explained = apply_explanations(hits, facts, rules)
     weighed, demoted = _weigh(explained.hits, knock_on, first_rank)
     weighed = [_with_reason(item, explained.reasons) for item in weighed]
@@ -269,8 +294,11 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
             name = candidate.category.value
             notes.append(f"The {name} symptoms are treated as {candidate.demoted_because}.")
     kinds = {analysis.status.path: analysis.status.kind for analysis in analyses}
-    first_failure = _earliest_failure(hits, first_rank, failure_rules, knock_on, kinds)
-    if not failure_seen and not any(c.score >= VERDICT_THRESHOLD for c in candidates):
+    first_failure = earliest_failure(hits, first_rank, failure_rules, knock_on, kinds)
+    if assessment.ending in ENDED_WELL:
+        # Whatever alarming lines it printed (the assessment says why they are harmless).
+        verdict, candidates, first_failure = Verdict.NONE, [], None
+    elif not failure_seen and not any(c.score >= VERDICT_THRESHOLD for c in candidates):
         verdict = Verdict.NONE
         candidates = []
     elif candidates and candidates[0].confidence >= VERDICT_THRESHOLD:
@@ -284,6 +312,7 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
         first_failure_rank=first_rank,
         first_failure=first_failure,
         notes=tuple(notes),
+        assessment=assessment,
     )
 
 
@@ -311,13 +340,14 @@ _NARRATIVE: dict[InputKind | None, int] = {
 """Inputs that tell the story of the run, in the order a person would read them."""
 
 
-def _earliest_failure(
+def earliest_failure(
     hits: Sequence[Hit],
     first_rank: int | None,
     failure_rules: AbstractSet[str],
     knock_on: AbstractSet[str],
     kinds: dict[str, InputKind | None],
 ) -> Hit | None:
+    """The first failure line among `hits` (the pipeline also asks it of one cause's hits)."""
     failures = [h for h in hits if h.rule_id in failure_rules and h.role is not Role.CONTEXT]
     if not failures:
         return None

@@ -23,7 +23,10 @@ EXPLAINING_LINES = 3
 
 
 def rerank(analyses: Sequence[InputAnalysis], decision: Decision, model: Model) -> Decision:
-    """The decision with the classifier's confidences, order and verdict."""
+    """The decision with the classifier's confidences, order and verdict (a run that ended
+    well keeps its `none`: the classifier may not talk a failure into it)."""
+    if decision.ended_well:
+        return decision
     answer = final_verdict(
         {c.category.value: c.score for c in decision.candidates},
         decision.verdict is Verdict.NONE,

@@ -37,6 +37,7 @@ from crashlens.model import (
 )
 from crashlens.parsers import PARSERS, get_parser
 from crashlens.parsers.base import DocumentParser, LogParser, Parser, clean_line
+from crashlens.parsers.tail import Tail
 
 MAX_HITS_PER_RULE = 20
 """Hits kept per rule and input (the earliest); later ones are only counted."""
@@ -343,10 +344,18 @@ def _analyze(
         else:
             assert isinstance(parser, LogParser)
             collector = parser.collector(source.path)
+            tail = Tail()  # how the log ends: the failure detector reads it
             for line, anchors in _scan(
-                chunks, source.path, detection.kind, parser, matcher, buffer, collector.settled
+                tail.watch(chunks),
+                source.path,
+                detection.kind,
+                parser,
+                matcher,
+                buffer,
+                collector.settled,
             ):
                 collector.feed(line, anchors)
+            collector.end(tail.lines(parser, source.path), tail.terminated)
             facts = collector.finish()
     for hit in _fact_hits(facts, detection.kind, matcher):
         buffer.add(hit)

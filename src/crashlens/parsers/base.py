@@ -26,6 +26,9 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from crashlens.model import Clock, Fact, FactValue, InputKind, Line
 
+TAIL_LINES = 40
+"""Last lines of a log a collector's `end` gets (the end of a traceback is within them)."""
+
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Za-z0-9]")
 
 
@@ -118,6 +121,10 @@ class LogCollector(ABC):
     @abstractmethod
     def feed(self, line: Line, anchors: frozenset[int]) -> None:
         """Take one line that matched at least one rule or anchor (`anchors`: their indexes)."""
+
+    def end(self, tail: Sequence[Line], terminated: bool) -> None:  # noqa: B027 (optional hook)
+        """Take the log's last lines (`parsers.tail.Tail`), after every fed line; `terminated`:
+        whether a newline ends the log. Collectors that read how a log ends override it."""
 
     @abstractmethod
     def finish(self) -> list[Fact]:
@@ -258,6 +265,7 @@ def collect_text(parser: LogParser, text: str, path: str) -> tuple[list[Line], l
         hits = frozenset(i for i, rx in enumerate(compiled) if rx.search(line.raw))
         if hits:
             collector.feed(line, hits)
+    collector.end(lines[-TAIL_LINES:], text.endswith("\n") or not text)
     return lines, collector.finish()
 
 

@@ -1,30 +1,28 @@
-"""The fallback kind: text of unknown origin. Every line is still scanned by the rules."""
+"""The fallback kind: text of unknown origin. Every line is still scanned by the rules.
+
+Text of unknown origin has no structure of its own, but a process's death reads the same in
+any text (a shell's `Killed`, a debugger's `Program received signal`, `kubectl describe`'s
+`Reason: OOMKilled`, a `sacct` state, a traceback as the last output): its collector keeps
+those, and only those (`parsers.launcher.deaths`, whose docstring lists the fact keys).
+"""
 
 from __future__ import annotations
 
-from crashlens.model import Fact, InputKind
-from crashlens.parsers.base import AnchoredCollector, LogCollector, LogParser
-
-
-class _NoFacts(AnchoredCollector):
-    """Plain text has no structure to collect: no anchors, no facts."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(path, ())
-
-    def finish(self) -> list[Fact]:
-        return []
+from crashlens.model import InputKind
+from crashlens.parsers.base import LogCollector, LogParser, patterns_of
+from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
 
 
 class PlainTextParser(LogParser):
-    """Any text: no prefixes, no facts; the generic rules still apply to each line."""
+    """Any text: no prefixes; the generic rules apply to each line, and death signs are kept."""
 
     kind = InputKind.OTHER
     name = "plain text"
+    anchors = patterns_of(DEATH_ANCHORS)
 
     @staticmethod
     def sniff(head: str) -> float:
         return 0.05 if head.strip() else 0.0
 
     def collector(self, path: str) -> LogCollector:
-        return _NoFacts(path)
+        return DeathSigns(path)

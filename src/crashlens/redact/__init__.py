@@ -41,7 +41,7 @@ import json
 import os
 from collections.abc import Callable
 
-from crashlens.model import Action, Cause, Evidence, InputStatus, Report
+from crashlens.model import Action, Assessment, Cause, Evidence, InputStatus, Report
 from crashlens.redact.patterns import KINDS, PSEUDONYM_RE
 from crashlens.redact.redactor import Redactor
 
@@ -53,6 +53,8 @@ def _evidence_hosts(report: Report) -> list[str]:
     items = [e for c in report.causes for e in c.evidence]
     if report.first_failure is not None:
         items.insert(0, report.first_failure)
+    if report.assessment is not None and report.assessment.sign is not None:
+        items.append(report.assessment.sign)
     for item in items:
         if item.host and item.host not in hosts:
             hosts.append(item.host)
@@ -91,6 +93,11 @@ def _map_report(report: Report, fn: Callable[[str], str]) -> Report:
     def status(item: InputStatus) -> InputStatus:
         return dataclasses.replace(item, path=fn(item.path), reason=opt(item.reason))
 
+    def assessed(item: Assessment) -> Assessment:
+        sign = evidence(item.sign) if item.sign is not None else None
+        harmless = tuple(fn(h) for h in item.harmless)
+        return dataclasses.replace(item, sign=sign, reason=fn(item.reason), harmless=harmless)
+
     first = report.first_failure
     return dataclasses.replace(
         report,
@@ -100,6 +107,7 @@ def _map_report(report: Report, fn: Callable[[str], str]) -> Report:
         first_failure=evidence(first) if first is not None else None,
         lead=evidence(report.lead) if report.lead is not None else None,
         notes=tuple(fn(n) for n in report.notes),
+        assessment=assessed(report.assessment) if report.assessment is not None else None,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crashlens.model import Action, Cause, Evidence, InputStatus, Report
+from crashlens.model import Action, Assessment, Cause, Evidence, InputStatus, Report
 
 
 def _evidence(item: Evidence) -> dict[str, Any]:
@@ -50,6 +50,15 @@ def _input(item: InputStatus) -> dict[str, Any]:
     }
 
 
+def _ending(item: Assessment) -> dict[str, Any]:
+    return {
+        "ending": item.ending.value,
+        "sign": _evidence(item.sign) if item.sign is not None else None,
+        "reason": item.reason,
+        "harmless": list(item.harmless),
+    }
+
+
 def report_dict(report: Report) -> dict[str, Any]:
     """The report as plain JSON-ready data."""
     return {
@@ -61,6 +70,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         "next_checks": [_action(a) for a in report.next_checks],
         "first_failure": _evidence(report.first_failure) if report.first_failure else None,
         "notes": list(report.notes),
+        "ending": _ending(report.assessment) if report.assessment is not None else None,
     }
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from crashlens.model import Action, Cause, Evidence, Report
 from crashlens.render import NO_CAUSE_TEXT
 
+_FENCE_LANGS = {"shell": "text", "yaml": "yaml", "python": "python", "conf": "ini"}
+"""The fence's info string for a step's `lang` (a shell command stays plain text)."""
 
-def _code(text: str) -> str:
+
+def _code(text: str, lang: str = "text") -> str:
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    return f"{fence}text\n{text}\n{fence}"
+    return f"{fence}{lang}\n{text}\n{fence}"
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -34,7 +37,8 @@ def _actions(title: str, items: tuple[Action, ...]) -> list[str]:
     for number, item in enumerate(items, start=1):
         lines.append(f"{number}. {item.text}")
         if item.command:
-            lines.extend(["", _indent(_code(item.command)), ""])
+            fence = _FENCE_LANGS.get(item.lang, "text")
+            lines.extend(["", _indent(_code(item.command, fence)), ""])
     lines.append("")
     return lines
 
@@ -66,6 +70,27 @@ def _cause(rank: int, cause: Cause) -> list[str]:
     return lines
 
 
+def _cited_first(sign: Evidence, report: Report) -> bool:
+    """Whether the first-failure line already shows the ending's line."""
+    first = report.first_failure
+    return first is not None and (first.path, first.line) == (sign.path, sign.line)
+
+
+def _ending(report: Report) -> list[str]:
+    assessed = report.assessment
+    if assessed is None:
+        return []
+    lines = [f"**Ending:** `{assessed.ending}`: {_inline(assessed.reason)}", ""]
+    sign = assessed.sign
+    if sign is not None and not _cited_first(sign, report):
+        lines.extend([f"**Shown by:** `{_inline(_where(sign))}`", "", _code(sign.text), ""])
+    if assessed.harmless:
+        lines.extend(["**Judged harmless:**", ""])
+        lines.extend(f"- {_inline(item)}" for item in assessed.harmless)
+        lines.append("")
+    return lines
+
+
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured Markdown."""
     headline = NO_CAUSE_TEXT.get(report.verdict)
@@ -73,6 +98,7 @@ def render_markdown(report: Report) -> str:
         top = report.causes[0]
         headline = f"**{top.category.value}** ({top.confidence:.0%}): {top.summary}"
     lines = ["## crashlens report", "", f"**Verdict:** `{report.verdict}`", "", headline or "", ""]
+    lines.extend(_ending(report))
     if report.first_failure:
         first = report.first_failure
         lines.extend([f"**First failure:** `{_inline(_where(first))}`", "", _code(first.text), ""])

@@ -7,7 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from crashlens.model import Action, Cause, InputState, Report, Verdict
+from crashlens.model import Action, Cause, Evidence, InputState, Report, Verdict
 
 _COLOURS = {Verdict.NONE: "green", Verdict.UNKNOWN: "yellow"}
 
@@ -52,10 +52,38 @@ def _cause(rank: int, cause: Cause) -> RenderableType:
     return Panel(Group(*parts), title=title, title_align="left", border_style=style)
 
 
+def _cited_first(sign: Evidence, report: Report) -> bool:
+    """Whether the first-failure line already shows the ending's line."""
+    first = report.first_failure
+    return first is not None and (first.path, first.line) == (sign.path, sign.line)
+
+
+def _ending(report: Report, console: Console) -> None:
+    """How the run ended, the line that shows it, and what was judged harmless."""
+    assessed = report.assessment
+    if assessed is None:
+        return
+    console.print(Text.assemble(("Ending: ", "bold"), assessed.ending.value, "  ", assessed.reason))
+    sign = assessed.sign
+    if sign is not None and not _cited_first(sign, report):
+        console.print(
+            Text.assemble(
+                ("Shown by: ", "bold"),
+                (_where(sign.path, sign.line), "magenta"),
+                "  ",
+                sign.text[:300],
+            )
+        )
+    for item in assessed.harmless:
+        console.print(Text(f"Judged harmless: {item}", style="dim"))
+
+
 def render_terminal(report: Report, console: Console) -> None:
     """Print the report to a rich console."""
     colour = _COLOURS.get(report.verdict, "red")
     console.print(Text.assemble(("Verdict: ", "bold"), (report.verdict.value, f"bold {colour}")))
+    if report.assessment is not None:
+        _ending(report, console)
     if report.first_failure:
         first = report.first_failure
         console.print(

@@ -5,7 +5,9 @@ plain python, mpirun and slurm job output (docs/formats.md section 4).
 (rank, host, a timestamp and its clock: `prefixes.py`). The collector (`collector.py`) only
 sees anchor lines, in order, and keeps bounded state; the torchelastic failure report is read
 by `report.py`, the messages themselves (CUDA OOM, exceptions, versions) by `messages.py`,
-which launcher wrote the log by `tools.py`, and sniffing is `sniff.py`. Fact keys:
+which launcher wrote the log by `tools.py`, how a process died or how the log ends by
+`deaths.py` and `ending.py` (their keys are listed there), and sniffing is `sniff.py`.
+Fact keys:
 
 * `launcher.tool`: str torchrun|deepspeed|accelerate|llamafactory|mpirun|slurm|python, the most
   specific launcher seen; attr `seen` lists every launcher marker found.
@@ -23,7 +25,9 @@ which launcher wrote the log by `tools.py`, and sniffing is `sniff.py`. Fact key
 * `launcher.num_workers`: int DataLoader workers from the command line / args dump.
 * `launcher.restarts`: int `Worker group FAILED. N/M attempts left; will restart` lines seen.
 * `launcher.completed`: True at the last line saying the run finished (`Training completed.`,
-  `train_runtime`, DeepSpeed `Process N exits successfully`).
+  `train_runtime`, Lightning's `` `Trainer.fit` stopped: ``, DeepSpeed `Process N exits
+  successfully`); attr scope: `run` once a line said the training finished, `process` while
+  only a process's exit did (one process of many may exit cleanly while another dies).
 * `launcher.cpu_memory_percent`: float, the highest deepspeed `see_memory_usage` CPU percent
   (a host-OOM precursor); attr used_bytes.
 * `python.exception`: str "Type: message" (<= 300 chars); attrs rank, host, type, source

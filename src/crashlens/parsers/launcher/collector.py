@@ -12,8 +12,9 @@ import re
 from typing import Any
 
 from crashlens.model import Fact, FactValue, Line
-from crashlens.parsers.base import Anchor, AnchoredCollector, fact
+from crashlens.parsers.base import Anchor, fact
 from crashlens.parsers.launcher import report
+from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
 from crashlens.parsers.launcher.messages import (
     EXCEPTION_CHARS,
     SIZE,
@@ -24,7 +25,7 @@ from crashlens.parsers.launcher.messages import (
     world_facts,
 )
 from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
-from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS, SignalLog
+from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS
 from crashlens.parsers.launcher.tools import TOOL_ANCHOR, TOOLS
 from crashlens.text.sizes import to_bytes
 
@@ -35,7 +36,8 @@ MAX_NCCL_WARNS = 20
 _TOOL_ORDER = [tool.name for tool in TOOLS]
 
 _AGENT_FAILED = re.compile(
-    r"failed \(exitcode: (-?[0-9]+)\) local_rank: ([0-9]+) \(pid: ([0-9]+)\)"
+    # The pid is optional: a launcher killed mid-write leaves the line cut after the rank.
+    r"failed \(exitcode: (-?[0-9]+)\) local_rank: ([0-9]+)(?: \(pid: ([0-9]+)\))?"
 )
 _DS_RC = re.compile(r"exits with return code = (-?[0-9]+)")
 _DS_LOCAL_RANK = re.compile(r"--local_rank=([0-9]+)")
@@ -83,8 +85,8 @@ _CPU_MEM = re.compile(r"CPU Virtual Memory: +used = " + SIZE + r", percent = ([0
 _AGENT_SIGNAL = re.compile(r"Received Signals\.(SIG[A-Z0-9]+) death signal")
 
 
-class LauncherCollector(AnchoredCollector):
-    """Bounded state over the anchor lines of one launcher log."""
+class LauncherCollector(DeathSigns):
+    """Bounded state over the anchor lines of one launcher log (death signs: `DeathSigns`)."""
 
     def __init__(self, path: str) -> None:
         super().__init__(path, ANCHORS)
@@ -93,7 +95,6 @@ class LauncherCollector(AnchoredCollector):
         self.exceptions: set[tuple[int | None, str]] = set()
         self.ooms: set[tuple[int | None, int | None, int]] = set()
         self.timeouts: set[tuple[int | None, str | None]] = set()
-        self.signals = SignalLog(path, MAX_EXCEPTIONS)
         self.nccl_errors: set[tuple[str, int | None]] = set()
         self.nccl_warns = 0
         self.restarts: Fact | None = None
@@ -162,7 +163,8 @@ class LauncherCollector(AnchoredCollector):
         m = _AGENT_FAILED.search(line.text)
         if m is None:
             return
-        code, local_rank, pid = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        code, local_rank = int(m.group(1)), int(m.group(2))
+        pid = int(m.group(3)) if m.group(3) else None
         self._add(
             "launcher.exit_code",
             code,
@@ -369,11 +371,6 @@ class LauncherCollector(AnchoredCollector):
         if m := _NCCL_NET.search(line.text):
             self.keep_first("nccl.transport", m.group(1), line)
 
-    def on_completed(self, line: Line) -> None:
-        """Keep the last line saying the run finished (`launcher.completed`)."""
-        self.singles.pop("launcher.completed", None)
-        self.keep_first("launcher.completed", True, line)
-
     def on_cpu_mem(self, line: Line) -> None:
         m = _CPU_MEM.search(line.text)
         if m is None:
@@ -396,6 +393,7 @@ class LauncherCollector(AnchoredCollector):
         self.report.close()
         facts = list(self.facts)
         facts.extend(self.signals.facts.values())
+        facts.extend(self.death_facts())
         tool = self._tool()
         if tool is not None:
             facts.append(tool)
@@ -467,7 +465,7 @@ _WORLD_KEYS = ("launcher.nnodes", "launcher.nproc_per_node", "launcher.world_siz
 L = LauncherCollector  # short, so that most rows fit on one line
 # Line-safe (see `Anchor`). The order is the dispatch order for a line matching several; the
 # report's anchors sit where `on_line` reads them, before every handler.
-ANCHORS: tuple[Anchor[LauncherCollector], ...] = (
+ANCHORS: tuple[Anchor[Any], ...] = (
     Anchor(TOOL_ANCHOR, L.on_tool),
     report.HEADER,
     report.INDEX,
@@ -511,12 +509,6 @@ ANCHORS: tuple[Anchor[LauncherCollector], ...] = (
     ),
     Anchor(r"ssh exited with exit code [0-9]+", L.on_pdsh),
     Anchor(r"CPU Virtual Memory: +used = ", L.on_cpu_mem),
-    # HF Trainer, DeepSpeed launcher: the run finished, earlier tracebacks did not end it
-    Anchor(
-        r"Training completed\.|'train_runtime': |train_runtime +="
-        r"|Process [0-9]+ exits successfully",
-        L.on_completed,
-    ),
     # every rank prints it; the first one is all that is kept
     Anchor(r"NCCL INFO Using network ", L.on_transport, settles=("nccl.transport",)),
     # its `+cu121` names CUDA too
@@ -531,5 +523,7 @@ ANCHORS: tuple[Anchor[LauncherCollector], ...] = (
         L.on_version,
         settles=("cuda.version",),
     ),
+    # how a process died, as any text log shows it (shared with plain text)
+    *DEATH_ANCHORS,
 )
 del L

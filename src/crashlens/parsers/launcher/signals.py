@@ -23,6 +23,22 @@ SIGNALS: dict[int, str] = {
     13: "SIGPIPE",
     14: "SIGALRM",
     15: "SIGTERM",
+    16: "SIGSTKFLT",
+    17: "SIGCHLD",
+    18: "SIGCONT",
+    19: "SIGSTOP",
+    20: "SIGTSTP",
+    21: "SIGTTIN",
+    22: "SIGTTOU",
+    23: "SIGURG",
+    24: "SIGXCPU",
+    25: "SIGXFSZ",
+    26: "SIGVTALRM",
+    27: "SIGPROF",
+    28: "SIGWINCH",
+    29: "SIGIO",
+    30: "SIGPWR",
+    31: "SIGSYS",
 }
 """Linux numbering (launchers report Linux signals; Python's `signal` module is per platform)."""
 
@@ -31,9 +47,13 @@ SIGNAL_WORDS: dict[str, int] = {
     "bus error": 7,
     "segmentation fault": 11,
     "aborted": 6,
+    "abort": 6,
     "terminated": 15,
     "floating point exception": 8,
     "illegal instruction": 4,
+    "hangup": 1,
+    "quit": 3,
+    "trace/breakpoint trap": 5,
 }
 """strsignal() wording used by shells, srun and the DataLoader -> signal number."""
 

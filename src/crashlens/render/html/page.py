@@ -60,6 +60,9 @@ ol.actions{padding-left:22px}ol.actions li{margin:6px 0}
 .cmd{position:relative;margin:6px 0}
 .cmd pre{background:var(--code);padding:8px 70px 8px 10px;border-radius:4px;margin:0;
 overflow-x:auto;white-space:pre}
+.cmd.snippet pre{padding-top:22px}
+.cmd.snippet::before{content:attr(data-lang);position:absolute;top:4px;left:10px;
+font:11px system-ui,sans-serif;color:var(--muted);text-transform:uppercase}
 .cmd button{position:absolute;top:6px;right:6px;font:12px system-ui,sans-serif;
 padding:2px 10px;border:1px solid var(--line);border-radius:4px;background:var(--bg);
 color:var(--fg);cursor:pointer}
@@ -173,7 +176,13 @@ def _actions(title: str, items: tuple[Action, ...], css: str) -> str:
     out = [f"<h4>{esc(title)}</h4>", f'<ol class="actions {css}">']
     for item in items:
         out.append(f"<li><span>{esc(item.text)}</span>")
-        if item.command:
+        if item.command and item.lang != "shell":  # a file's lines, labelled with their language
+            out.append(
+                f'<div class="cmd snippet" data-lang="{esc(item.lang)}">'
+                f'<pre><code class="language-{esc(item.lang)}">{esc(item.command)}</code></pre>'
+                '<button type="button" class="copy" aria-label="Copy snippet">Copy</button></div>'
+            )
+        elif item.command:
             out.append(
                 f'<div class="cmd"><pre><code>{esc(item.command)}</code></pre>'
                 '<button type="button" class="copy" aria-label="Copy command">Copy</button></div>'
@@ -204,6 +213,35 @@ def _cause(rank: int, cause: Cause) -> str:
     return "".join(parts)
 
 
+def _cited_first(sign: Evidence, report: Report) -> bool:
+    """Whether the first-failure line already shows the ending's line."""
+    first = report.first_failure
+    return first is not None and (first.path, first.line) == (sign.path, sign.line)
+
+
+def _ending(report: Report) -> list[str]:
+    """How the run ended, the line that shows it, and what was judged harmless."""
+    assessed = report.assessment
+    if assessed is None:
+        return []
+    parts = [
+        f'<p class="ending" id="ending">Ending: <code>{esc(assessed.ending)}</code> '
+        f"{esc(assessed.reason)}"
+    ]
+    sign = assessed.sign
+    if sign is not None and not _cited_first(sign, report):
+        parts.append(
+            f"<br>Shown by: <code>{esc(where(sign))}</code><br>"
+            f"<code>{esc(short(sign.text, 400))}</code>"
+        )
+    parts.append("</p>")
+    if assessed.harmless:
+        parts.append('<ul class="harmless">')
+        parts.extend(f"<li>Judged harmless: {esc(item)}</li>" for item in assessed.harmless)
+        parts.append("</ul>")
+    return parts
+
+
 def render_html(report: Report, *, redacted: bool = False) -> str:
     """The report as one self-contained HTML page."""
     headline = NO_CAUSE_TEXT.get(report.verdict)
@@ -228,6 +266,7 @@ def render_html(report: Report, *, redacted: bool = False) -> str:
             f'<p class="first-failure">First failure{esc(who)}: '
             f"<code>{esc(where(first))}</code><br><code>{esc(short(first.text, 400))}</code></p>"
         )
+    body.extend(_ending(report))
     body.append("</header>")
     body.append(render_timeline(report))
     if report.notes:

@@ -1,0 +1,457 @@
+"""Did the run fail, and where does that show? Decided before "why", from the facts of every input.
+
+The parsers keep what a death looks like in each input kind as facts (exit codes and signals
+in every convention, the shell's `Killed`, debugger and faulthandler backtraces, fatal and
+abort messages, how the log ends, container, pod and scheduler states); this module reads
+them into one `Assessment`:
+
+1. **A normal finish wins.** A completion line (final metrics, `exits successfully`, a clean
+   exit 0, a `Completed` / `COMPLETED` state) ends the run. Alarming lines before it are
+   something the run went on from; lines after it are teardown (finalizers, a crash at
+   interpreter exit). Only an error that is the log's last output after the finish, and
+   that is not a finalizer's, still counts: the program failed after its training loop.
+2. **A death sign means the run failed** (`DIED`), unless it is how an outside stop looks:
+   SIGINT, SIGTERM, SIGHUP, exit 130 / 143, `KeyboardInterrupt`, and, once a scheduler has
+   stopped the job, its SIGKILL. Those make the ending `STOPPED` when nothing else died.
+3. **Otherwise nothing says how it ended** (`UNKNOWN`): a log that simply stops.
+
+Each sign says which mechanism it shows; `DEATH_SIGNS` ranks them, so the report names the
+most telling line (an exit code or a signal before the mere shape of the last line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from crashlens.model import (
+    Assessment,
+    Ending,
+    Evidence,
+    Fact,
+    FactValue,
+    Hit,
+    InputAnalysis,
+    InputKind,
+    Role,
+)
+
+STOP_SIGNALS = frozenset({"SIGINT", "SIGTERM", "SIGHUP"})
+"""Signals an outside stop sends (Ctrl-C, `kill`, `scancel`, a scheduler's grace period)."""
+DEATH_SIGNALS = frozenset(
+    {
+        "SIGKILL",
+        "SIGBUS",
+        "SIGSEGV",
+        "SIGABRT",
+        "SIGFPE",
+        "SIGILL",
+        "SIGSYS",
+        "SIGTRAP",
+        "SIGQUIT",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGPWR",
+    }
+)
+"""Signals whose default action ends the process (SIGUSR1, SIGCONT... are requests, not deaths)."""
+STOP_EXITS = frozenset({130, 143, 129, -2, -15, -1})
+"""Exit statuses of a process ended by SIGINT, SIGTERM or SIGHUP (128+N, or -N from Python)."""
+USER_STOP_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
+DIED_SLURM = frozenset({"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL"})
+STOPPED_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE", "CANCELLED"})
+DIED_K8S = frozenset(
+    {
+        "OOMKilled",
+        "OOMKilling",
+        "Error",
+        "ContainerCannotRun",
+        "StartError",
+        "DeadlineExceeded",
+        "Evicted",
+        "CrashLoopBackOff",
+        "BackOff",
+    }
+)
+STOPPED_K8S = frozenset({"Preempting", "Shutdown", "NodeShutdown"})
+KERNEL_DEATHS = {
+    "kernel.oom_kill": "the kernel's OOM killer killed a process",
+    "kernel.panic": "the kernel panicked",
+    "kernel.gpu_off_bus": "a GPU fell off the bus",
+}
+FINISHED_PROCESS_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
+"""Inputs that tell the run's own story: where a completion line and a last output mean it."""
+
+MAX_HARMLESS = 8
+"""Alarming lines listed as harmless, at most (then a count)."""
+
+_Add = Callable[[Ending, str, str], None]
+"""Records one sign of the fact being read: its ending, kind and what it says."""
+
+DEATH_SIGNS = (
+    "state",
+    "signal",
+    "exit",
+    "fatal",
+    "report",
+    "traceback",
+    "kernel",
+    "cut",
+)
+"""Kinds of death sign, most telling first: the report names the best one found."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sign:
+    """One fact that shows how the run ended."""
+
+    ending: Ending
+    kind: str
+    """For a death: one of `DEATH_SIGNS`; for a finish or a stop: what it is."""
+    fact: Fact
+    says: str
+    """What the line shows, as a clause (`the process was killed by SIGBUS`)."""
+
+
+def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
+    """The ending of the run the inputs show, and the line that shows it."""
+    kinds = {a.status.path: a.status.kind for a in analyses}
+    facts = [item for analysis in analyses for item in analysis.facts]
+    hits = [hit for analysis in analyses for hit in analysis.hits]
+    exited = {f.path for f in facts if f.key == "docker.status" and f.value == "exited"}
+    signs = [
+        sign for item in facts for sign in _signs(item, kinds.get(item.path), item.path in exited)
+    ]
+    finishes = [s for s in signs if s.ending is Ending.COMPLETED]
+    stops = [s for s in signs if s.ending is Ending.STOPPED]
+    deaths = [s for s in signs if s.ending is Ending.DIED]
+    if _scheduler_stopped(stops):
+        # A scheduler's stop ends with SIGKILL after the grace period: that kill is the stop.
+        stops += [s for s in deaths if _is_stop_kill(s)]
+    # A line that shows a stop (`srun: error: task 0: Terminated`) is that stop, whatever
+    # else its shape says.
+    stop_lines = {_position(s) for s in stops}
+    deaths = [s for s in deaths if _position(s) not in stop_lines]
+    runs = [s for s in finishes if s.kind == "completed"]
+    if runs:
+        after = _errors_after_finish(runs, deaths)
+        if not after:
+            return _completed(runs, _alarms(deaths + stops, hits))
+        deaths = after
+    elif finishes and not deaths and not stops:
+        # A clean exit counts only when no other process died (one rank of many may exit 0).
+        return _completed(finishes, _alarms((), hits))
+    if deaths:
+        best = min(deaths, key=_telling)
+        others = len({(s.fact.path, s.fact.lineno) for s in deaths}) - 1
+        more = f" ({others} more death sign{'s' if others != 1 else ''})" if others > 0 else ""
+        return Assessment(
+            ending=Ending.DIED,
+            sign=_evidence(best.fact, best.says),
+            reason=f"The run failed: {best.says}{more}.",
+        )
+    if stops:
+        best = min(stops, key=_position)
+        return Assessment(
+            ending=Ending.STOPPED,
+            sign=_evidence(best.fact, best.says),
+            reason=f"The run was stopped from outside, not by a failure: {best.says}.",
+            harmless=tuple(_stop_harmless(_alarms(_alarming(stops), hits), best)),
+        )
+    if any(kinds.get(item.path) in FINISHED_PROCESS_KINDS for item in facts) or any(
+        kind in FINISHED_PROCESS_KINDS for kind in kinds.values()
+    ):
+        reason = "No ending was found: the log simply stops, with no error, exit status or finish."
+    else:
+        reason = "No ending was found: no input shows how the run ended."
+    return Assessment(ending=Ending.UNKNOWN, sign=None, reason=reason)
+
+
+def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sign]:
+    """The signs one fact gives. `exited`: its container has exited (a running container's
+    exit code 0 says nothing)."""
+    key, value = item.key, item.value
+    found: list[Sign] = []
+
+    def add(ending: Ending, sign_kind: str, says: str) -> None:
+        found.append(Sign(ending, sign_kind, item, says))
+
+    if key in ("launcher.exit_code", "process.exit_code", "k8s.exit_code"):
+        _exit_sign(value, add, "")
+    elif key == "docker.exit_code" and (value != 0 or exited):
+        _exit_sign(value, add, "the container ")
+    elif key == "docker.oom_killed" and value is True:
+        add(Ending.DIED, "state", "the container was OOM-killed (State.OOMKilled)")
+    elif key == "launcher.signal":
+        _signal_sign(str(value), str(item.attr("source") or ""), add)
+    elif key == "launcher.completed" and value is True:
+        if item.attr("scope") == "process":
+            add(Ending.COMPLETED, "exit-0", "a process of the run exited successfully")
+        else:
+            add(Ending.COMPLETED, "completed", "the run printed its completion line")
+    elif key == "launcher.first_failure":
+        add(Ending.DIED, "report", f"torchelastic names rank {value} as the first failure")
+    elif key == "python.exception" and item.attr("source") in ("error-file", "torchelastic-report"):
+        _exception_sign(str(value), add, "torchelastic recorded ")
+    elif key == "torchelastic.error_code":
+        add(Ending.DIED, "report", f"the worker's error file records error code {value}")
+    elif key == "python.fatal_error":
+        add(Ending.DIED, "fatal", f"Python aborted with a fatal error ({value})")
+    elif key == "log.fatal":
+        add(Ending.DIED, "fatal", f"the process printed a dying message ({value})")
+    elif key == "python.thread_dump" and item.attr("after_timeout") is not True:
+        add(Ending.DIED, "fatal", "faulthandler dumped the threads of a crashing process")
+    elif key == "log.ends_with":
+        _ending_sign(str(value), item, add)
+    elif key == "log.last_line" and item.attr("cut") is True and kind is InputKind.LAUNCHER:
+        add(
+            Ending.DIED,
+            "cut",
+            "the last launcher line is cut short, as by a process killed mid-write",
+        )
+    elif key == "slurm.state":
+        _slurm_sign(item, add)
+    elif key == "slurm.cancelled":
+        reason = str(value)
+        if "NODE FAIL" in reason.upper():
+            add(Ending.DIED, "state", f"Slurm cancelled the job due to {reason.lower()}")
+        else:
+            what = "by its user" if reason == "unspecified" else f"due to {reason.lower()}"
+            add(Ending.STOPPED, "scheduler", f"Slurm cancelled the job {what}")
+    elif key == "slurm.task_failure":
+        _srun_sign(str(value), add)
+    elif key == "mpi.nonzero_exit":
+        add(Ending.DIED, "exit", "Open MPI reports a process that exited with a non-zero status")
+    elif key == "slurm.oom_kill_events":
+        add(Ending.DIED, "state", "Slurm detected an OOM kill in the job step")
+    elif key == "k8s.reason":
+        reason = str(value)
+        if reason in DIED_K8S:
+            add(Ending.DIED, "state", f"Kubernetes reports the container or pod as {reason}")
+        elif reason in STOPPED_K8S:
+            add(Ending.STOPPED, "scheduler", f"Kubernetes reports {reason}")
+        elif reason == "Completed":
+            add(Ending.COMPLETED, "completed", "Kubernetes reports the container Completed")
+    elif key in KERNEL_DEATHS:
+        add(Ending.DIED, "kernel", KERNEL_DEATHS[key])
+    return found
+
+
+def _exit_sign(value: FactValue, add: _Add, who: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return
+    if value == 0:
+        add(Ending.COMPLETED, "exit-0", f"{who or 'the process '}exited with status 0")
+    elif value in STOP_EXITS:
+        add(Ending.STOPPED, "interrupt", f"{who or 'the process '}exited with status {value}")
+    else:
+        meaning = _exit_meaning(value)
+        add(Ending.DIED, "exit", f"{who or 'the process '}exited with status {value}{meaning}")
+
+
+def _exit_meaning(value: int) -> str:
+    if value < 0:
+        return f" (killed by signal {-value})"
+    if 128 < value < 160:
+        return f" (128 + signal {value - 128})"
+    return ""
+
+
+_SIGNAL_SOURCES = {
+    "shell": "the shell's report",
+    "debugger": "a debugger backtrace",
+    "faulthandler": "faulthandler's report",
+    "exit-code": "an exit code",
+    "torchelastic": "torchelastic's report",
+    "dataloader-worker": "a DataLoader worker",
+    "srun": "srun's report",
+    "mpirun": "mpirun's report",
+    "subprocess": "a subprocess's status",
+    "accelerate": "accelerate's report",
+    "agent-received": "the elastic agent",
+    "text": "the log's wording",
+}
+"""How each `launcher.signal` source is named in a sentence."""
+
+
+def _signal_sign(name: str, source: str, add: _Add) -> None:
+    seen = f" (seen in {_SIGNAL_SOURCES[source]})" if source in _SIGNAL_SOURCES else ""
+    if name in STOP_SIGNALS:
+        add(Ending.STOPPED, "interrupt", f"a process received {name}{seen}")
+    elif name in DEATH_SIGNALS:
+        add(Ending.DIED, "signal", f"a process was killed by {name}{seen}")
+
+
+def _exception_sign(text: str, add: _Add, prefix: str) -> None:
+    if text.startswith(USER_STOP_EXCEPTIONS):
+        add(Ending.STOPPED, "interrupt", f"{prefix}a user interrupt ({text.split(':')[0]})")
+    elif not text.startswith("SystemExit"):
+        add(Ending.DIED, "report", f"{prefix}an uncaught exception ({_short(text)})")
+
+
+def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
+    text = item.text.strip()
+    teardown = item.attr("teardown")
+    if teardown == "shutdown":
+        add(Ending.COMPLETED, "exit-0", "the last error was raised as the interpreter shut down")
+    elif teardown is not None:
+        return  # Python reported and ignored it (a thread's or a finalizer's exception)
+    elif kind in ("traceback", "exception"):
+        if any(name in text for name in USER_STOP_EXCEPTIONS):
+            add(Ending.STOPPED, "interrupt", "the log ends with a user interrupt")
+        elif "SystemExit" not in text:
+            add(Ending.DIED, "traceback", f"the log ends with an uncaught {kind}")
+    elif kind == "fatal":
+        add(Ending.DIED, "fatal", "the log ends with a fatal error")
+    elif kind == "error":
+        add(Ending.DIED, "traceback", "the log ends with the program's error message")
+
+
+def _slurm_sign(item: Fact, add: _Add) -> None:
+    state = str(item.value)
+    code, signal = item.attr("exit_code"), item.attr("signal")
+    if state in DIED_SLURM:
+        add(Ending.DIED, "state", f"Slurm records the job as {state}")
+    elif state in STOPPED_SLURM:
+        by = item.attr("by")
+        who = f" by uid {by}" if by is not None else ""
+        add(Ending.STOPPED, "scheduler", f"Slurm records the job as {state}{who}")
+    elif state == "COMPLETED" and code in (0, None) and signal in (0, None):
+        # Per job and per step (the `extern` step always completes): a process's finish.
+        add(Ending.COMPLETED, "exit-0", "Slurm records the job or a step as COMPLETED")
+
+
+def _srun_sign(what: str, add: _Add) -> None:
+    lowered = what.lower()
+    if lowered in ("terminated", "interrupt"):
+        add(Ending.STOPPED, "interrupt", f"srun reports a task {lowered}")
+    elif lowered == "killed":
+        add(Ending.DIED, "signal", "srun reports a task Killed")
+    elif "exit code 0" not in lowered:
+        add(Ending.DIED, "state", f"srun reports a task failure ({what})")
+
+
+def _scheduler_stopped(stops: Sequence[Sign]) -> bool:
+    return any(s.kind == "scheduler" for s in stops)
+
+
+def _is_stop_kill(sign: Sign) -> bool:
+    value = sign.fact.value
+    if sign.kind == "signal":
+        return value in ("SIGKILL", "Killed")
+    return sign.kind == "exit" and value in (-9, 137)
+
+
+def _errors_after_finish(finishes: Sequence[Sign], deaths: Sequence[Sign]) -> list[Sign]:
+    """Deaths that still count after a finish: the log's last output is an error, after the
+    finish line of the same log, and no finalizer printed it."""
+    last_finish = {
+        s.fact.path: max(f.fact.lineno or 0 for f in finishes if f.fact.path == s.fact.path)
+        for s in finishes
+    }
+    return [
+        s
+        for s in deaths
+        if s.fact.key == "log.ends_with"
+        and s.fact.value in ("traceback", "exception")
+        and s.fact.attr("teardown") is not True
+        and (s.fact.lineno or 0) > last_finish.get(s.fact.path, 1 << 62)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Alarm:
+    """An alarming line of a run judged to have ended well: where, and what it shows."""
+
+    path: str
+    lineno: int | None
+    says: str
+
+
+def _alarms(signs: Sequence[Sign], hits: Sequence[Hit]) -> list[Alarm]:
+    """The death signs and the failure lines the rules matched, once per line, in order."""
+    found = [Alarm(s.fact.path, s.fact.lineno, s.says) for s in signs]
+    found += [
+        Alarm(h.path, h.lineno, f"`{_short(h.text.strip(), 80)}` ({h.rule_id})")
+        for h in hits
+        if h.role is not Role.CONTEXT and not h.against
+    ]
+    kept: dict[tuple[str, int | None], Alarm] = {}
+    for alarm in found:
+        kept.setdefault((alarm.path, alarm.lineno), alarm)
+    return sorted(kept.values(), key=lambda a: (a.path, a.lineno or 0))
+
+
+def _completed(finishes: Sequence[Sign], alarms: Sequence[Alarm]) -> Assessment:
+    best = max(finishes, key=_position)
+    harmless = []
+    for alarm in alarms:
+        if (alarm.path, alarm.lineno) == (best.fact.path, best.fact.lineno):
+            continue
+        ends = [f.fact.lineno or 0 for f in finishes if f.fact.path == alarm.path and f.fact.lineno]
+        if ends and (alarm.lineno or 0) > max(ends):
+            why = "after the run had finished: teardown (finalizers, interpreter exit)"
+        elif ends and alarm.lineno is not None:
+            why = "before the run finished: the run went on from it"
+        else:
+            why = "the run's own output says it finished: teardown or another process"
+        harmless.append(f"{_place(alarm.path, alarm.lineno)}: {alarm.says}; {why}.")
+    more = len(harmless) - MAX_HARMLESS
+    listed = harmless[:MAX_HARMLESS] + ([f"... and {more} more such lines."] if more > 0 else [])
+    return Assessment(
+        ending=Ending.COMPLETED,
+        sign=_evidence(best.fact, best.says),
+        reason=f"The run finished normally: {best.says}.",
+        harmless=tuple(listed),
+    )
+
+
+def _alarming(stops: Sequence[Sign]) -> list[Sign]:
+    """The stop signs that look like a failure (a kill after the grace period); the stop's
+    own lines (`CANCELLED`, SIGTERM) need no excuse."""
+    return [s for s in stops if s.kind not in ("scheduler", "interrupt")]
+
+
+def _stop_harmless(alarms: Sequence[Alarm], best: Sign) -> list[str]:
+    listed = [
+        f"{_place(a.path, a.lineno)}: {a.says}; part of the stop or before it, not a failure."
+        for a in alarms
+        if (a.path, a.lineno) != (best.fact.path, best.fact.lineno)
+    ]
+    more = len(listed) - MAX_HARMLESS
+    return listed[:MAX_HARMLESS] + ([f"... and {more} more such lines."] if more > 0 else [])
+
+
+def _telling(sign: Sign) -> tuple[int, str, int]:
+    return (DEATH_SIGNS.index(sign.kind), sign.fact.path, sign.fact.lineno or 0)
+
+
+def _position(sign: Sign) -> tuple[str, int]:
+    return (sign.fact.path, sign.fact.lineno or 0)
+
+
+def _where(item: Fact) -> str:
+    return _place(item.path, item.lineno)
+
+
+def _place(path: str, lineno: int | None) -> str:
+    return f"{path}:{lineno}" if lineno is not None else path
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _evidence(item: Fact, says: str) -> Evidence:
+    rank = item.attr("rank")
+    host = item.attr("host")
+    return Evidence(
+        path=item.path,
+        line=item.lineno,
+        text=item.text,
+        rule=None,
+        role=Role.SYMPTOM,
+        note=says,
+        rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+        host=str(host) if host is not None else None,
+    )

@@ -1,0 +1,310 @@
+"""Signs that a process died, as any text log prints them: the facts the failure detector reads.
+
+Shared by the launcher and the plain-text collectors (`DeathSigns` is the base of both), since
+a debugger session, `kubectl describe pod` or `sacct` output arrive as either. Bounded state:
+one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, capped. Fact keys:
+
+* `launcher.signal` (see the package docstring) with these sources too: `shell` (the shell's
+  strsignal() word, `Killed` / `Bus error (core dumped)`, at the end of a line or of its last
+  `\\r` redraw, so after progress-bar output with no newline before it), `debugger` (gdb's
+  `Program received signal SIGBUS`), `faulthandler` (`Fatal Python error: Bus error`), `text`
+  (`killed by signal 9`, `terminated by signal SIGSEGV`).
+* `python.fatal_error`: str what `Fatal Python error:` says (first of each).
+* `python.thread_dump`: True, the first faulthandler thread dump (`Thread 0x... (most recent
+  call first):`); attr `after_timeout` (a `Timeout (0:05:00)!` line came first: a hang
+  watchdog's dump, not a crash).
+* `log.fatal`: str the mechanism of a line a dying process prints (`ending.FATAL_LINES`:
+  python-fatal, cpp-terminate, c-assert, glibc-abort, core-dumped, glog-fatal, panic); the
+  first line of each mechanism.
+* `process.exit_code`: int an exit status in a program's generic wording (`exited with code
+  137`, `Process finished with exit code 0`, `exit status 1`, a ProcessFailure's
+  `exitcode=-7`); attr `wording`.
+* `mpi.nonzero_exit`: True, Open MPI's report that a process returned a non-zero status.
+* `k8s.reason`: str a pod's or container's state reason (`OOMKilled`, `Error`, `Completed`,
+  `Evicted`, `CrashLoopBackOff`, ...) from `kubectl describe`, pod YAML/JSON or the events
+  table; `k8s.exit_code`: int a container's `Exit Code:` / `exitCode:`.
+* `slurm.state`: str a job or step state from `sacct`, `scontrol show job` or `seff`
+  (`OUT_OF_MEMORY`, `FAILED`, `NODE_FAIL`, `TIMEOUT`, `CANCELLED`, `PREEMPTED`, `COMPLETED`,
+  truncated `OUT_OF_ME+` read whole); attrs exit_code, signal, by (the uid that cancelled).
+* `launcher.completed` (see the package docstring): the run's completion line, in any log.
+* `log.last_line`, `log.ends_with`: how the log ends (`ending.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from crashlens.model import Fact, FactValue, Line
+from crashlens.parsers.base import Anchor, AnchoredCollector, fact
+from crashlens.parsers.launcher.ending import ending_facts, fatal_kind
+from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
+from crashlens.parsers.launcher.signals import SIGNAL_WORDS, SIGNALS, SignalLog
+
+MAX_SIGNS = 200
+"""Facts of each kind kept (states, exit codes, signals)."""
+
+_WORDS = (
+    r"Killed|Bus error|Segmentation fault|Aborted|Illegal instruction"
+    r"|Floating point exception|Terminated|Hangup|Quit|Trace/breakpoint trap"
+)
+SHELL_WORD = re.compile(
+    # At the start of the redraw (after bracketed prefixes such as `[rank0]:`, a job number
+    # `[1]+` or `line 12: 4242`), or glued to a progress bar's last character.
+    r"(?:^|[\]|%)>])[ \t]*(?:(?:\[[^\]\n]*\][ \t:+-]*)*(?:[0-9]+[ \t]+)?)"
+    rf"({_WORDS})(?: \(core dump(?:ed)?\))?[ \t]*$"
+)
+"""The shell's report that a command died of a signal, ending a line or its last redraw."""
+SHELL_JOB = re.compile(
+    # bash's and zsh's job table (`[1]+  Killed   python x.py`, `[1]    4242 killed   python`,
+    # `zsh: killed   python x.py`): the word, then the command, also after a progress bar.
+    r"(?:^|[\]|%)>])[ \t]*(?:zsh: |\[[0-9]+\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)"
+    rf"({_WORDS}|abort)(?: \(core dump(?:ed)?\))?[ \t]{{2,}}[^ \t\n]",
+    re.IGNORECASE,
+)
+_DEBUGGER = re.compile(
+    r"(?:Program received signal|Program terminated with signal"
+    r"|Thread [0-9]+ \"[^\"\n]*\" received signal) (SIG[A-Z0-9]+)"
+)
+_PY_FATAL = re.compile(r"Fatal Python error: ([^\n]*)")
+_THREAD_DUMP = re.compile(r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):")
+_FAULT_TIMEOUT = re.compile(r"^Timeout \([0-9]+:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?\)!")
+_BY_SIGNAL = re.compile(
+    r"(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal:? ?([0-9]+|SIG[A-Z0-9]+)"
+    # torchelastic's wording, also inside a ProcessFailure's repr that other launchers print
+    r"|Signal [0-9]+ \((SIG[A-Z0-9]+)\) received by PID ([0-9]+)",
+    re.IGNORECASE,
+)
+_EXIT_WORDING = re.compile(
+    r"(exited with (?:exit )?code|finished with exit code|exit status|exit code:?"
+    # a torchelastic ProcessFailure's repr (`exitcode=-7`)
+    r"|\bexitcode=) ?(-?[0-9]+)\b",
+    re.IGNORECASE,
+)
+_MPI_NONZERO = re.compile(
+    # Open MPI's two wordings for a job whose process returned a non-zero status
+    r"a non-zero exit code\. Per user-direction, the job has been aborted"
+    r"|detected that one or more processes exited with non-zero status"
+)
+_K8S_REASONS = (
+    "OOMKilled|OOMKilling|Error|Completed|ContainerCannotRun|DeadlineExceeded|StartError"
+    "|Evicted|CrashLoopBackOff|BackOff|Preempting|Shutdown|NodeShutdown"
+)
+_K8S_REASON = re.compile(
+    rf"(?:\b[Rr]eason\"?:[ \t]*\"?|^[ \t]*Warning[ \t]+)({_K8S_REASONS})\b(?![-.])"
+)
+_K8S_EXIT = re.compile(r"(?:Exit Code:|\bexitCode\"?:)[ \t]*([0-9]+)\b")
+_PROCESS_DONE = re.compile(r"Process [0-9]+ exits successfully")
+_SLURM_STATES = (
+    r"COMPLETED|FAILED|OUT_OF_ME(?:MORY|\+)|NODE_FAIL|TIMEOUT|CANCELLED(?: by [0-9]+|\+)?"
+    r"|PREEMPTED|BOOT_FAIL|DEADLINE"
+)
+_SACCT_ROW = re.compile(rf"(?:^|[ \t|])({_SLURM_STATES})[ \t|]+([0-9]+):([0-9]+)(?=[ \t|]|$)")
+_SCONTROL = re.compile(rf"\bJobState=({_SLURM_STATES})\b")
+_SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
+
+
+def shell_signal(text: str) -> str | None:
+    """The signal a shell's word at the end of a line (or its last redraw) names, or None."""
+    segment = text.rsplit("\r", 1)[-1] if "\r" in text else text
+    m = SHELL_WORD.search(segment.rstrip()) or SHELL_JOB.search(segment)
+    if m is None:
+        return None
+    signum = SIGNAL_WORDS.get(m.group(1).lower())
+    return SIGNALS.get(signum) if signum is not None else None
+
+
+def signal_name(value: str) -> str | None:
+    """`SIGBUS` or `7` -> `SIGBUS` (Linux numbering); None for what names no signal."""
+    if value.isdigit():
+        return SIGNALS.get(int(value))
+    return value if value in SIGNALS.values() else None
+
+
+def slurm_state(text: str) -> tuple[str, dict[str, FactValue]] | None:
+    """A Slurm state and its exit code / signal / uid from a sacct, scontrol or seff line."""
+    attrs: dict[str, FactValue] = {}
+    if m := _SACCT_ROW.search(text):
+        state = m.group(1)
+        attrs = {"exit_code": int(m.group(2)), "signal": int(m.group(3))}
+    elif m := _SEFF.search(text):
+        state = m.group(1)
+        attrs = {"exit_code": int(m.group(2))}
+    elif m := _SCONTROL.search(text):
+        state = m.group(1)
+    else:
+        return None
+    if state.startswith("CANCELLED by "):
+        attrs["by"] = state.removeprefix("CANCELLED by ")
+    state = state.split(" ", 1)[0].rstrip("+")
+    state = {"OUT_OF_ME": "OUT_OF_MEMORY", "CANCELLED": "CANCELLED"}.get(state, state)
+    return state, attrs
+
+
+class DeathSigns(AnchoredCollector):
+    """The handlers of `DEATH_ANCHORS` and how the log ends; the plain-text collector."""
+
+    def __init__(self, path: str, table: Sequence[Anchor[Any]] | None = None) -> None:
+        super().__init__(path, DEATH_ANCHORS if table is None else table)
+        self.signals = SignalLog(path, MAX_SIGNS)
+        self.signs: list[Fact] = []
+        self.fatal: set[str] = set()
+        self.states: set[tuple[str, str]] = set()
+        self.fault_timeout = False
+        self.run_completed = False
+        self.ending: list[Fact] = []
+
+    def _sign(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> None:
+        if (key, str(value)) in self.states or len(self.signs) >= MAX_SIGNS:
+            return
+        self.states.add((key, str(value)))
+        self.signs.append(fact(key, value, self.path, line.lineno, text=line.raw, **attrs))
+
+    def on_shell_word(self, line: Line) -> None:
+        name = shell_signal(line.text) or shell_signal(line.raw)
+        if name is not None:
+            self.signals.add(
+                name, line.lineno, line.raw, rank=line.rank, host=line.host, source="shell"
+            )
+
+    def on_debugger(self, line: Line) -> None:
+        if (m := _DEBUGGER.search(line.text)) and (name := signal_name(m.group(1))):
+            self.signals.add(
+                name, line.lineno, line.raw, rank=line.rank, host=line.host, source="debugger"
+            )
+
+    def on_fatal(self, line: Line) -> None:
+        if m := _PY_FATAL.search(line.text):
+            what = m.group(1).strip()
+            self._sign("python.fatal_error", what[:EXCEPTION_CHARS], line, rank=line.rank)
+            signum = SIGNAL_WORDS.get(what.rstrip(".").lower())
+            if signum is not None:
+                self.signals.add(
+                    SIGNALS[signum],
+                    line.lineno,
+                    line.raw,
+                    rank=line.rank,
+                    host=line.host,
+                    source="faulthandler",
+                )
+        mechanism = fatal_kind(line.text) or fatal_kind(line.raw)
+        if mechanism is not None and mechanism not in self.fatal:
+            self.fatal.add(mechanism)
+            self.signs.append(fact("log.fatal", mechanism, self.path, line.lineno, text=line.raw))
+
+    def on_thread_dump(self, line: Line) -> None:
+        if _FAULT_TIMEOUT.search(line.text):
+            self.fault_timeout = True
+        elif _THREAD_DUMP.search(line.text):
+            self._sign("python.thread_dump", True, line, after_timeout=self.fault_timeout)
+
+    def on_by_signal(self, line: Line) -> None:
+        m = _BY_SIGNAL.search(line.text)
+        if m is None:
+            return
+        name = signal_name((m.group(1) or m.group(2)).upper())
+        pid = int(m.group(3)) if m.group(3) else None
+        if name is not None:
+            # With the pid, torchelastic's own line and this one name one death (`SignalLog`).
+            source = "torchelastic" if pid is not None else "text"
+            self.signals.add(
+                name, line.lineno, line.raw, rank=line.rank, host=line.host, pid=pid, source=source
+            )
+
+    def on_exit_wording(self, line: Line) -> None:
+        if m := _EXIT_WORDING.search(line.text):
+            self._sign("process.exit_code", int(m.group(2)), line, wording=m.group(1).lower())
+        elif _MPI_NONZERO.search(line.text):
+            self._sign("mpi.nonzero_exit", True, line)
+
+    def on_k8s(self, line: Line) -> None:
+        if m := _K8S_REASON.search(line.text):
+            self._sign("k8s.reason", m.group(1), line)
+        if m := _K8S_EXIT.search(line.text):
+            self._sign("k8s.exit_code", int(m.group(1)), line)
+
+    def on_slurm_state(self, line: Line) -> None:
+        if found := slurm_state(line.text):
+            state, attrs = found
+            key = f"{state}:{attrs.get('exit_code')}:{attrs.get('signal')}"
+            if ("slurm.state", key) not in self.states and len(self.signs) < MAX_SIGNS:
+                self.states.add(("slurm.state", key))
+                self.signs.append(
+                    fact("slurm.state", state, self.path, line.lineno, text=line.raw, **attrs)
+                )
+
+    def on_completed(self, line: Line) -> None:
+        """Keep the last line saying the run finished (`launcher.completed`): whether the
+        whole run's training said so, or only one process's exit (`scope`)."""
+        if not _PROCESS_DONE.search(line.text):
+            self.run_completed = True
+        self.singles.pop("launcher.completed", None)
+        scope = "run" if self.run_completed else "process"
+        self.keep_first("launcher.completed", True, line, scope=scope)
+
+    def end(self, tail: Sequence[Line], terminated: bool) -> None:
+        self.ending = ending_facts(self.path, tail, terminated)
+
+    def death_facts(self) -> list[Fact]:
+        """The signs kept and the ending (the signals are `self.signals`, listed apart)."""
+        return [*self.signs, *self.ending]
+
+    def finish(self) -> list[Fact]:
+        return [*self.death_facts(), *self.signals.facts.values(), *self.singles.values()]
+
+
+D = DeathSigns  # short, so that the rows fit on one line
+# Line-safe (see `Anchor`); the handlers re-check with the precise regexes above.
+DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
+    # HF Trainer, Lightning, DeepSpeed launcher: the run finished, earlier tracebacks did not
+    # end it
+    Anchor(
+        r"Training completed\.|'train_runtime': |train_runtime +=|`Trainer\.fit` stopped: "
+        r"|Process [0-9]+ exits successfully",
+        D.on_completed,
+    ),
+    Anchor(rf"(?:{_WORDS})(?: \(core dump(?:ed)?\))?[ \t]*$", D.on_shell_word),
+    Anchor(
+        rf"(?i:(?:zsh: |\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)(?:{_WORDS}|abort)[ \t][ \t])",
+        D.on_shell_word,
+    ),
+    Anchor(
+        r"Program received signal SIG|Program terminated with signal SIG"
+        r"|\" received signal SIG",
+        D.on_debugger,
+    ),
+    Anchor(
+        r"Fatal Python error: |terminate called |what\(\): |Assertion [`'][^\n]*' failed"
+        r"|\*\*\* (?:Error in|stack smashing|buffer overflow)|double free or corruption"
+        r"|free\(\): invalid|malloc\(\): [a-z]|corrupted size vs|\(core dump"
+        r"|^F[0-9]{4} [0-9:.]+ |\[F[0-9]{4} |Check failed: |^panic: |^fatal error: "
+        r"|' panicked at",
+        D.on_fatal,
+    ),
+    Anchor(
+        r"0x[0-9a-fA-F]+ \(most recent call first\):|^Timeout \([0-9]+:[0-9]+:[0-9]+",
+        D.on_thread_dump,
+    ),
+    Anchor(
+        r"(?i:(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal)"
+        r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID",
+        D.on_by_signal,
+    ),
+    Anchor(
+        r"(?i:exited with (?:exit )?code|finished with exit code|exit status|exit code):? ?-?[0-9]"
+        r"|exitcode=-?[0-9]|a non-zero exit code\. Per user-direction"
+        r"|exited with non-zero status",
+        D.on_exit_wording,
+    ),
+    Anchor(
+        rf"[Rr]eason\"?:[ \t]*\"?(?:{_K8S_REASONS})|^[ \t]*Warning[ \t]+(?:{_K8S_REASONS})"
+        r"|Exit Code:[ \t]*[0-9]|exitCode\"?:[ \t]*[0-9]",
+        D.on_k8s,
+    ),
+    Anchor(
+        rf"(?:{_SLURM_STATES})[ \t|]+[0-9]+:[0-9]+|JobState=[A-Z]|^State: [A-Z_]+ \(exit code",
+        D.on_slurm_state,
+    ),
+)
+del D

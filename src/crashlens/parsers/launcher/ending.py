@@ -1,0 +1,218 @@
+"""How a log ends: the facts its last lines show (the launcher and plain-text collectors).
+
+Fact keys:
+
+* `log.last_line`: str the last non-blank output (its last `\\r` redraw, <= 300 chars);
+  attrs `terminated` (a newline follows it), `cut` (True when no newline follows and a
+  bracket, parenthesis or quote it opened is still open: the writer stopped mid-record).
+* `log.ends_with`: str what that output is: `traceback` (the exception line that closes a
+  Python traceback, perhaps followed by its message's continuation lines; a chained
+  traceback cut off at its separator; a Lua `stack traceback:`), `exception` (an exception
+  line without a traceback in view), `fatal` (a fatal error or an abort message, from
+  `FATAL_LINES`; attr `mechanism`), `error` (a program's `error:` / `Error response from
+  daemon` line); at the line that shows it. attr `teardown`: `thread`, `shutdown` or
+  `finalizer` when the traceback is one Python reports and goes on from (`_teardown`).
+
+Facts, not verdicts: `crashlens.decide.failure` decides what they mean with the other inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from crashlens.model import Fact, Line
+from crashlens.parsers.base import fact
+from crashlens.parsers.launcher.messages import EXCEPTION_CHARS, parse_exception
+
+TRACEBACK_HEADER = re.compile(
+    r"Traceback \(most recent call last\):|^[ \t]*File \"[^\"\n]+\", line [0-9]+"
+)
+"""A Python traceback's header or one of its frames (the frames suffice when a paste lost
+the header)."""
+
+FATAL_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # CPython's faulthandler and its fatal-error path print this before the process dies.
+    ("python-fatal", re.compile(r"Fatal Python error: ")),
+    # libstdc++'s std::terminate handler: an uncaught C++ exception aborts the process; its
+    # `what():` line follows.
+    (
+        "cpp-terminate",
+        re.compile(r"terminate called (?:after throwing|without an active|recursively)"),
+    ),
+    ("cpp-terminate", re.compile(r"^[ \t]*what\(\): ")),
+    # A C `assert()` that failed (glibc's wording), then abort().
+    ("c-assert", re.compile(r"Assertion [`'][^\n]*' failed\.?")),
+    # glibc's heap and stack checks abort the process.
+    (
+        "glibc-abort",
+        re.compile(
+            r"\*\*\* (?:Error in|stack smashing detected|buffer overflow detected)"
+            r"|double free or corruption|free\(\): invalid|malloc\(\): [a-z]|corrupted size vs"
+        ),
+    ),
+    # The shell's report of a signal death and the kernel's core dump.
+    ("core-dumped", re.compile(r"\(core dump(?:ed)?\)")),
+    # glog's fatal level (`F1203 10:00:00.000 ...`) and its CHECK macros, which abort.
+    ("glog-fatal", re.compile(r"^F[0-9]{4} [0-9:.]+ |Check failed: ")),
+    # The Go and Rust runtimes on an unrecovered panic.
+    ("panic", re.compile(r"^panic: |^fatal error: |thread '[^'\n]*' panicked at")),
+)
+"""Lines a process prints as it dies (`name`, pattern), each naming the mechanism."""
+
+FINALIZER = re.compile(r"Exception ignored in|in __del__$|_run_finalizers|weakref")
+"""An error CPython reports and ignores: `Exception ignored in: <...>` heads the traceback of a
+`__del__` method or a weakref callback (the unraisable hook), which cannot propagate."""
+SHUTDOWN = re.compile(
+    r"Python is likely shutting down|sys\.meta_path is None|interpreter shutdown"
+    r"|in _run_exitfuncs|atexit callback"
+)
+"""What CPython prints for an error raised while the interpreter exits (after the program's
+own code returned): imports fail once `sys.meta_path` is gone, `atexit` handlers run."""
+THREAD_EXCEPTION = re.compile(r"^Exception in thread ")
+"""`threading`'s report of a thread's uncaught exception: that thread ends, the process not."""
+TRACEBACK_FRAME = re.compile(r"^[ \t]*File \"[^\"\n]+\", line [0-9]+")
+CHAINED = re.compile(
+    r"^During handling of the above exception, another exception occurred:"
+    r"|^The above exception was the direct cause of the following exception:"
+)
+"""A chained traceback's separator: as the last output, the traceback was cut off mid-way."""
+LUA_TRACEBACK = re.compile(r"^\[C\]: in \?$")
+"""The last frame of the standalone Lua interpreter's `stack traceback:` (its main chunk):
+printed when an error was not caught (Torch7's `th` too)."""
+ERROR_NAMED = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception)\b")
+"""A line that names an error type first (`ncclInternalError: Internal check failed.`)."""
+MAX_CONTINUATION = 6
+"""Lines an exception message may continue below its exception line."""
+
+TF1_RERAISED = re.compile(r"^[A-Z][A-Za-z0-9_]*(?:Error|Exception) \(see above for traceback\): ")
+"""TensorFlow 1.x's session re-raising an op's error once it has printed the op's traceback."""
+
+ERROR_LINE = re.compile(
+    r"^(?:[A-Za-z0-9_./+-]+: )?(?:[A-Za-z0-9_-]+ )?(?:error|fatal)(?:\[[^\]\n]*\])?: "
+    r"|Error response from daemon: ",
+    re.IGNORECASE,
+)
+"""A command-line program's own error report (`docker: Error response from daemon: ...`,
+`nvidia-container-cli: requirement error: ...`, `error: ...`): printed as it gives up."""
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+
+
+def last_segment(text: str) -> str:
+    """What a line redrawn with `\\r` (a progress bar) shows last."""
+    if "\r" not in text:
+        return text.strip()
+    segments = [s for s in text.split("\r") if s.strip()]
+    return segments[-1].strip() if segments else ""
+
+
+def is_cut(text: str) -> bool:
+    """Whether a line that no newline ends leaves a bracket or a quote open."""
+    depth: list[str] = []
+    for char in text:
+        if char in _OPENERS:
+            depth.append(_OPENERS[char])
+        elif depth and char == depth[-1]:
+            depth.pop()
+    return bool(depth) or text.count('"') % 2 == 1
+
+
+def fatal_kind(text: str) -> str | None:
+    """The mechanism a dying process's line names (`FATAL_LINES`), or None."""
+    for name, pattern in FATAL_LINES:
+        if pattern.search(text):
+            return name
+    return None
+
+
+def ending_facts(path: str, tail: Sequence[Line], terminated: bool) -> list[Fact]:
+    """`log.last_line` and `log.ends_with` from the last lines of a log (see the docstring)."""
+    shown = [(line, last_segment(line.text)) for line in tail]
+    shown = [(line, text) for line, text in shown if text]
+    if not shown:
+        return []
+    line, text = shown[-1]
+    is_last = line is tail[-1]
+    cut = is_last and not terminated and is_cut(text)
+    facts = [
+        fact(
+            "log.last_line",
+            text[:EXCEPTION_CHARS],
+            path,
+            line.lineno,
+            text=line.raw,
+            terminated=terminated or not is_last,
+            cut=cut,
+        )
+    ]
+    texts = [t for _, t in shown]
+    closing = _closing(texts, line.raw)
+    if closing is not None:
+        kind, index, mechanism, teardown = closing
+        sign = shown[index][0]
+        facts.append(
+            fact(
+                "log.ends_with",
+                kind,
+                path,
+                sign.lineno,
+                text=sign.raw,
+                mechanism=mechanism,
+                teardown=teardown,
+            )
+        )
+    return facts
+
+
+def _closing(texts: Sequence[str], raw: str) -> tuple[str, int, str | None, str | None] | None:
+    """(kind, index of the line that shows it, fatal mechanism, teardown) for the output that
+    closes the log, or None for ordinary output."""
+    last = len(texts) - 1
+    mechanism = fatal_kind(texts[last]) or fatal_kind(raw)
+    if mechanism is not None:
+        return "fatal", last, mechanism, None
+    # The exception line may be followed by its message's continuation (NCCL's `Last
+    # error:` lines), never by another frame.
+    for index in range(last, max(last - MAX_CONTINUATION, 0) - 1, -1):
+        text = texts[index]
+        if TRACEBACK_FRAME.search(text):
+            break
+        if index < last and not _continues(texts[index : index + 2]):
+            break  # ordinary output after it: the program went on
+        if parse_exception(text) is not None or TF1_RERAISED.search(text):
+            framed = any(TRACEBACK_HEADER.search(t) for t in texts[:index])
+            if not framed and index != last:
+                break
+            kind = "traceback" if framed else "exception"
+            return kind, index, None, _teardown(texts[: index + 1])
+    if CHAINED.search(texts[last]) or LUA_TRACEBACK.search(texts[last]):
+        return "traceback", last, None, None
+    if ERROR_LINE.search(texts[last]):
+        return "error", last, None, None
+    return None
+
+
+def _continues(pair: Sequence[str]) -> bool:
+    """Whether the second line continues an exception message that the first line ends or
+    carries: another exception line, or a line announced by one ending with `:` (NCCL's
+    `Last error:` and the WARN after it)."""
+    first, second = pair[0], pair[-1]
+    announced = first.rstrip().endswith(":")
+    return bool(ERROR_NAMED.search(second)) or announced or second.rstrip().endswith(":")
+
+
+def _teardown(block: Sequence[str]) -> str | None:
+    """Whether the traceback that ends `block` was one Python reports and goes on from:
+    `thread` (a thread's exception), `shutdown` (at interpreter exit), `finalizer` (a
+    `__del__` or weakref callback's exception, which Python ignores)."""
+    headers = [i for i, t in enumerate(block) if "Traceback (most recent call last)" in t]
+    start = max(headers[-1] - 1, 0) if headers else max(len(block) - 4, 0)
+    own = block[start:]
+    if own and THREAD_EXCEPTION.search(own[0]):
+        return "thread"
+    if any(SHUTDOWN.search(t) for t in own):
+        return "shutdown"
+    if any(FINALIZER.search(t) for t in own):
+        return "finalizer"
+    return None
