@@ -64,6 +64,10 @@ DEATHS = {
         'Sending process 90 closing signal SIGTERM\n[2025-02-01 11:00:01,000] {"name": "rank',
         2,
     ),
+    "a CUDA error printed as the last output": (
+        "init\nsample_kernel.cu(42): cuda check failed: an illegal memory access was encountered\n",
+        2,
+    ),
     "an uncaught C++ exception": (
         "loading\nterminate called after throwing an instance of 'c10::Error'\n"
         "  what():  invalid device ordinal\n",

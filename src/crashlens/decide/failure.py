@@ -23,7 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
+from crashlens.match.catalogs import load_catalogs
 from crashlens.model import (
     Assessment,
     Ending,
@@ -82,6 +84,9 @@ KERNEL_DEATHS = {
 FINISHED_PROCESS_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
 """Inputs that tell the run's own story: where a completion line and a last output mean it."""
 
+LAST_LINE_CATALOGS = ("cuda_errors", "nccl")
+"""Catalogs whose errors, printed as a log's last output, show that the program gave up on
+them (`patterns/tables/`; their `noise` entries, success statuses, are left out)."""
 MAX_HARMLESS = 8
 """Alarming lines listed as harmless, at most (then a count)."""
 
@@ -203,6 +208,8 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         add(Ending.DIED, "fatal", "faulthandler dumped the threads of a crashing process")
     elif key == "log.ends_with":
         _ending_sign(str(value), item, add)
+    elif key == "log.last_line" and (error := catalog_error(str(value))) is not None:
+        add(Ending.DIED, "traceback", f"the last output is an error the catalogs know ({error})")
     elif key == "log.last_line" and item.attr("cut") is True and kind is InputKind.LAUNCHER:
         add(
             Ending.DIED,
@@ -235,6 +242,26 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
     elif key in KERNEL_DEATHS:
         add(Ending.DIED, "kernel", KERNEL_DEATHS[key])
     return found
+
+
+@cache
+def _catalog_texts() -> tuple[tuple[str, str], ...]:
+    """(printed text, entry id) of the errors in `LAST_LINE_CATALOGS`, longest text first."""
+    wanted = {c.name: c for c in load_catalogs() if c.name in LAST_LINE_CATALOGS}
+    pairs = [
+        (text, entry.id)
+        for name in LAST_LINE_CATALOGS
+        if name in wanted
+        for entry in wanted[name].entries
+        if entry.category != "noise"
+        for text in entry.texts
+    ]
+    return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))
+
+
+def catalog_error(text: str) -> str | None:
+    """The catalog entry (CUDA or NCCL error) a line prints, or None."""
+    return next((entry for printed, entry in _catalog_texts() if printed in text), None)
 
 
 def _exit_sign(value: FactValue, add: _Add, who: str) -> None:
