@@ -35,7 +35,8 @@ def test_json_report_follows_the_contract() -> None:
         assert set(item) >= {"path", "line", "text", "rule", "role"}
         assert item["role"] in ("root", "symptom", "context")
     for item in cause["remediation"] + cause["next_checks"]:
-        assert set(item) == {"text", "command"}
+        assert set(item) == {"text", "command", "lang"}  # lang: beyond the promise
+        assert item["lang"] in (("shell", "yaml", "python", "conf") if item["command"] else (None,))
     for item in report["inputs"]:
         assert set(item) >= {"path", "kind", "status", "reason"}
         assert item["status"] in ("analyzed", "skipped")

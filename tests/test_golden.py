@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from crashlens.match.focus import evidence_focus
+from crashlens.match.rules import shipped_rules
 from crashlens.model import Report
 from crashlens.pipeline import AnalyzeOptions, analyze
 from crashlens.render.json import render_json
@@ -47,7 +49,7 @@ CASES = {
 def _terminal(report: Report) -> str:
     stream = io.StringIO()
     console = Console(file=stream, width=100, force_terminal=False, color_system=None)
-    render_terminal(report, console)
+    render_terminal(report, console, evidence_focus(shipped_rules()))  # as the CLI does
     return stream.getvalue()
 
 

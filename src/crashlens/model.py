@@ -268,6 +268,10 @@ class Action:
 
     text: str
     command: str | None = None
+    lang: str = "shell"
+    """What `command` is: `shell` (run at a prompt) or a snippet of a file (`yaml`, `python`,
+    `conf`: the rule library's `SNIPPET_LANGS`), which renderers show as a block, not as a
+    command."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,14 @@ from typing import IO
 from crashlens import __version__
 from crashlens.decide.classifier import Model, shipped_model
 from crashlens.decide.policy import Candidate, Decision, WeighedHit, decide, earliest_failure
-from crashlens.decide.remedy import GENERIC_CHECKS, actions, base_context, hit_context, summary
+from crashlens.decide.remedy import (
+    GENERIC_CHECKS,
+    actions,
+    base_context,
+    hit_context,
+    summary,
+    without_repeated_checks,
+)
 from crashlens.decide.rerank import rerank
 from crashlens.decide.when import failure_time
 from crashlens.inputs.discover import Source, iter_inputs
@@ -118,6 +125,7 @@ def build_report(
     if decision.verdict is Verdict.UNKNOWN:
         top = decision.candidates[0].category if decision.candidates else None
         checks = tuple(_dedupe([*GENERIC_CHECKS.get(top, ()), *GENERIC_CHECKS[None]]))
+    causes, checks = without_repeated_checks(causes, checks)
     return Report(
         verdict=decision.verdict,
         causes=causes,
@@ -241,7 +249,7 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
             done.add(rule.id)
             steps.extend(rule.remediation)
             checks.extend(rule.next_checks)
-    generic = [Step(a.text, a.command) for a in GENERIC_CHECKS.get(candidate.category, ())]
+    generic = [Step(a.text, a.command, a.lang) for a in GENERIC_CHECKS.get(candidate.category, ())]
     remediation = actions(steps, ctx)
     next_checks = actions([*checks, *generic], ctx, limit=5)
     name = candidate.category.value

@@ -189,13 +189,16 @@ def _emit(report: Report, output_format: Format, output: Path | None, redacted: 
 def _emit_terminal(report: Report, output: Path | None) -> None:
     from rich.console import Console
 
+    from crashlens.match.focus import evidence_focus
+    from crashlens.match.rules import shipped_rules
     from crashlens.render.terminal import render_terminal
 
+    focus = evidence_focus(shipped_rules())  # what a shortened evidence line keeps
     if output is None:
-        render_terminal(report, Console())
+        render_terminal(report, Console(), focus)
         return
     with output.open("w", encoding="utf-8") as stream:
-        render_terminal(report, Console(file=stream, width=120, force_terminal=False))
+        render_terminal(report, Console(file=stream, width=120, force_terminal=False), focus)
 
 
 @app.command()

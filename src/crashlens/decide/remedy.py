@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 
 from crashlens.library import default_pattern_dir
 from crashlens.match.rules import GENERIC_UNKNOWN, Remedy, Rule, Step, load_remedies
-from crashlens.model import Action, Category, Fact, FactValue, Hit
+from crashlens.model import Action, Category, Cause, Fact, FactValue, Hit
 from crashlens.text.ids import pci_label
 from crashlens.text.sizes import human_bytes
 
@@ -236,10 +237,46 @@ def actions(steps: Iterable[Step], ctx: Mapping[str, str], limit: int = 6) -> li
         if keys & seen:
             continue
         seen |= keys
-        result.append(Action(text=text, command=command))
+        result.append(Action(text=text, command=command, lang=step.lang))
         if len(result) >= limit:
             break
     return result
+
+
+def _check_keys(item: Action) -> set[str]:
+    """What makes two checks the same in a reader's eyes: the same words, or the same
+    command (spacing, a leading sudo and a trailing comment aside)."""
+    keys = {"text:" + " ".join(item.text.lower().split())}
+    if item.command:
+        words = item.command.split("#", 1)[0].split()
+        keys.add("command:" + " ".join(words[1:] if words[:1] == ["sudo"] else words))
+    return keys
+
+
+def without_repeated_checks(
+    causes: Sequence[Cause], checks: Sequence[Action]
+) -> tuple[tuple[Cause, ...], tuple[Action, ...]]:
+    """Each check shown once, where the report first shows it.
+
+    A report reads its causes in rank order, each with its "To confirm" checks, then "What to
+    collect next": a category's generic checks end every cause of it and the `unknown`
+    verdict's list too, so without this the same command is printed two or three times.
+    """
+    seen: set[str] = set()
+
+    def first_time(items: Iterable[Action]) -> tuple[Action, ...]:
+        kept = []
+        for item in items:
+            keys = _check_keys(item)
+            if not keys & seen:
+                kept.append(item)
+            seen.update(keys)
+        return tuple(kept)
+
+    kept_causes = tuple(
+        replace(cause, next_checks=first_time(cause.next_checks)) for cause in causes
+    )
+    return kept_causes, first_time(checks)
 
 
 def summary(rule: Rule, ctx: Mapping[str, str]) -> str:
@@ -257,7 +294,7 @@ def generic_checks(remedies: Mapping[str, Remedy]) -> Mapping[Category | None, t
         if remedy.generic_for is None:
             continue
         key = None if remedy.generic_for == GENERIC_UNKNOWN else Category(remedy.generic_for)
-        checks[key] = tuple(Action(step.text, step.command) for step in remedy.steps)
+        checks[key] = tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
     return MappingProxyType(checks)
 
 

@@ -53,7 +53,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "match": frozenset({"any", "none", "facts", "catalog"}),
         "match.facts": frozenset({"key", "op", "value", "where", "where_not"}),
         "remediation": frozenset({"steps", "next_checks", "references"}),
-        "step": frozenset({"text", "command", "use"}),
+        "step": frozenset({"text", "command", "lang", "use"}),
         "examples": frozenset({"match", "no_match", "known_miss"}),
         "remedy": frozenset({"about", "steps", "generic_for"}),
         "explains": frozenset(
@@ -71,6 +71,11 @@ Any other field is refused, so a misspelt one (`knock-on`) cannot be silently ig
 `step` is an item of `steps` / `next_checks`; `remedy` is a file of `patterns/remedies/`;
 `explains` / `rules_out` are a rule's cross-file explanations (`match/explanations.py`), whose
 `examples` hold `explanation.example` items."""
+
+SNIPPET_LANGS = ("shell", "yaml", "python", "conf")
+"""What a step's `command` may be (`lang`, default `shell`): a command for a shell prompt, a
+YAML file's lines (docker compose, Kubernetes), Python code, or lines of a `key value` config
+file (`/etc/security/limits.conf`, `/etc/sysctl.conf`). Only `shell` is shown behind `$`."""
 
 PLACEHOLDERS: Mapping[str, str] = MappingProxyType(
     {
@@ -194,6 +199,8 @@ class Step:
 
     text: str
     command: str | None = None
+    lang: str = "shell"
+    """What `command` is (one of `SNIPPET_LANGS`): a shell command, or a snippet of a file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,10 +374,21 @@ def _steps(
             command = item.get("command")
             if command is not None and not isinstance(command, str):
                 raise PatternError(path, f"`{key}` command must be a string")
-            steps.append(Step(text=item["text"], command=command))
+            steps.append(Step(text=item["text"], command=command, lang=_lang(item, key, path)))
         else:
             raise PatternError(path, f"each `{key}` item needs a `text` string or a `use` name")
     return tuple(steps)
+
+
+def _lang(item: dict[str, Any], key: str, path: str) -> str:
+    """The item's `lang`: what its `command` is, so a YAML snippet is not shown as a command."""
+    lang = item.get("lang", "shell")
+    if lang not in SNIPPET_LANGS:
+        known = ", ".join(SNIPPET_LANGS)
+        raise PatternError(path, f"`{key}` item's `lang` must be one of {known}, not {lang!r}")
+    if "command" not in item and "lang" in item:
+        raise PatternError(path, f"`{key}` item has a `lang` but no `command` for it to describe")
+    return str(lang)
 
 
 def _used(

@@ -78,7 +78,7 @@ def _map_report(report: Report, fn: Callable[[str], str]) -> Report:
         return dataclasses.replace(item, **changes)  # type: ignore[arg-type]
 
     def action(item: Action) -> Action:
-        return Action(text=fn(item.text), command=opt(item.command))
+        return Action(text=fn(item.text), command=opt(item.command), lang=item.lang)
 
     def cause(item: Cause) -> Cause:
         return dataclasses.replace(

@@ -24,7 +24,8 @@ def _evidence(item: Evidence) -> dict[str, Any]:
 
 
 def _action(item: Action) -> dict[str, Any]:
-    return {"text": item.text, "command": item.command}
+    # `lang` says what `command` is, so it is null when there is no command
+    return {"text": item.text, "command": item.command, "lang": item.lang if item.command else None}
 
 
 def _cause(cause: Cause) -> dict[str, Any]:
