@@ -68,6 +68,10 @@ DEATHS = {
         "init\nsample_kernel.cu(42): cuda check failed: an illegal memory access was encountered\n",
         2,
     ),
+    "a line naming a cause as the last output": (
+        "saving step 400\ntar: ./ckpt/step_400.pt: Cannot write: No space left on device\n",
+        2,
+    ),
     "an uncaught C++ exception": (
         "loading\nterminate called after throwing an instance of 'c10::Error'\n"
         "  what():  invalid device ordinal\n",

@@ -175,6 +175,8 @@ def test_open_mpi_non_zero_status() -> None:
         ("worker 3 terminated by signal 11", "SIGSEGV"),
         ("child process killed by signal SIGKILL", "SIGKILL"),
         ("message='Signal 6 (SIGABRT) received by PID 4242'", "SIGABRT"),
+        ("rank 3 received signal 7, aborting", "SIGBUS"),
+        ("job step failed: signal: killed", "SIGKILL"),
     ],
 )
 def test_signal_wordings(line: str, signal: str) -> None:
@@ -302,6 +304,7 @@ def test_an_error_raised_while_the_interpreter_shuts_down() -> None:
         ),
         ("During handling of the above exception, another exception occurred:", "traceback"),
         ("[C]: in ?", "traceback"),
+        ("[C]: at 0x00404a10", "traceback"),
         ("docker: Error response from daemon: could not select device driver.", "error"),
         ("Segmentation fault (core dumped)", "fatal"),
     ],

@@ -3,10 +3,13 @@
 The parsers keep what a death looks like in each input kind as facts (exit codes and signals
 in every convention, the shell's `Killed`, debugger and faulthandler backtraces, fatal and
 abort messages, how the log ends, container, pod and scheduler states); this module reads
-them into one `Assessment`:
+them into one `Assessment`, with two signs of its own: a last output line that a rule names
+as a cause (a root hit), or that prints an error of the CUDA or NCCL catalogs:
 
-1. **A normal finish wins.** A completion line (final metrics, `exits successfully`, a clean
-   exit 0, a `Completed` / `COMPLETED` state) ends the run. Alarming lines before it are
+1. **A normal finish wins.** A completion line (final metrics, Lightning's `Trainer.fit`
+   stopped, HF's `Training completed.`) ends the run; a process's clean exit (`exits
+   successfully`, exit 0, a `Completed` / `COMPLETED` state, an error raised as the
+   interpreter shuts down) does when no other process died. Alarming lines before it are
    something the run went on from; lines after it are teardown (finalizers, a crash at
    interpreter exit). Only an error that is the log's last output after the finish, and
    that is not a finalizer's, still counts: the program failed after its training loop.
@@ -127,6 +130,7 @@ def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
     signs = [
         sign for item in facts for sign in _signs(item, kinds.get(item.path), item.path in exited)
     ]
+    signs += _root_as_last_output(facts, hits)
     finishes = [s for s in signs if s.ending is Ending.COMPLETED]
     stops = [s for s in signs if s.ending is Ending.STOPPED]
     deaths = [s for s in signs if s.ending is Ending.DIED]
@@ -170,6 +174,19 @@ def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
     else:
         reason = "No ending was found: no input shows how the run ended."
     return Assessment(ending=Ending.UNKNOWN, sign=None, reason=reason)
+
+
+def _root_as_last_output(facts: Sequence[Fact], hits: Sequence[Hit]) -> list[Sign]:
+    """A line that names a cause (a rule's root hit) as the log's last output: the program
+    stopped on it."""
+    last = {(f.path, f.lineno): f for f in facts if f.key == "log.last_line"}
+    found: dict[tuple[str, int | None], Sign] = {}
+    for hit in hits:
+        item = last.get((hit.path, hit.lineno))
+        if item is not None and hit.role is Role.ROOT and not hit.against:
+            says = f"the last output names a cause ({hit.rule_id})"
+            found.setdefault((hit.path, hit.lineno), Sign(Ending.DIED, "traceback", item, says))
+    return list(found.values())
 
 
 def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sign]:

@@ -8,7 +8,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   strsignal() word, `Killed` / `Bus error (core dumped)`, at the end of a line or of its last
   `\\r` redraw, so after progress-bar output with no newline before it), `debugger` (gdb's
   `Program received signal SIGBUS`), `faulthandler` (`Fatal Python error: Bus error`), `text`
-  (`killed by signal 9`, `terminated by signal SIGSEGV`).
+  (`killed by signal 9`, `terminated by signal SIGSEGV`, `received signal 7`, Go's
+  `signal: killed`).
 * `python.fatal_error`: str what `Fatal Python error:` says (first of each).
 * `python.thread_dump`: True, the first faulthandler thread dump (`Thread 0x... (most recent
   call first):`); attr `after_timeout` (a `Timeout (0:05:00)!` line came first: a hang
@@ -71,9 +72,13 @@ _PY_FATAL = re.compile(r"Fatal Python error: ([^\n]*)")
 _THREAD_DUMP = re.compile(r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):")
 _FAULT_TIMEOUT = re.compile(r"^Timeout \([0-9]+:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?\)!")
 _BY_SIGNAL = re.compile(
-    r"(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal:? ?([0-9]+|SIG[A-Z0-9]+)"
+    r"(?:(?:killed|terminated|died|exited) (?:by|with|from|on|due to)|(?:got|caught|received))"
+    r" signal:? ?([0-9]+|SIG[A-Z0-9]+)\b"
     # torchelastic's wording, also inside a ProcessFailure's repr that other launchers print
-    r"|Signal [0-9]+ \((SIG[A-Z0-9]+)\) received by PID ([0-9]+)",
+    r"|Signal [0-9]+ \((SIG[A-Z0-9]+)\) received by PID ([0-9]+)"
+    # Go's os/exec (`signal: killed`), which launchers and operators written in Go print
+    # (not the DataLoader's `killed by signal: Bus error`, which its own handler reads)
+    rf"|(?<!by )\bsignal: ({_WORDS})\b",
     re.IGNORECASE,
 )
 _EXIT_WORDING = re.compile(
@@ -203,7 +208,10 @@ class DeathSigns(AnchoredCollector):
         m = _BY_SIGNAL.search(line.text)
         if m is None:
             return
-        name = signal_name((m.group(1) or m.group(2)).upper())
+        if m.group(4):
+            name = SIGNALS.get(SIGNAL_WORDS.get(m.group(4).lower(), 0))
+        else:
+            name = signal_name((m.group(1) or m.group(2)).upper())
         pid = int(m.group(3)) if m.group(3) else None
         if name is not None:
             # With the pid, torchelastic's own line and this one name one death (`SignalLog`).
@@ -287,7 +295,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         D.on_thread_dump,
     ),
     Anchor(
-        r"(?i:(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal)"
+        r"(?i:(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal"
+        r"|(?:got|caught|received) signal:? ?[0-9S]|signal: [a-z])"
         r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID",
         D.on_by_signal,
     ),

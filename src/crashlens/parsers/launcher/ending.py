@@ -77,9 +77,9 @@ CHAINED = re.compile(
     r"|^The above exception was the direct cause of the following exception:"
 )
 """A chained traceback's separator: as the last output, the traceback was cut off mid-way."""
-LUA_TRACEBACK = re.compile(r"^\[C\]: in \?$")
-"""The last frame of the standalone Lua interpreter's `stack traceback:` (its main chunk):
-printed when an error was not caught (Torch7's `th` too)."""
+LUA_TRACEBACK = re.compile(r"^\[C\]: (?:in \?|at 0x[0-9a-fA-F]+)$")
+"""The last frame of the standalone Lua interpreter's `stack traceback:` (its main chunk; Lua
+5.1 prints its address): printed when an error was not caught (Torch7's `th` too)."""
 ERROR_NAMED = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception)\b")
 """A line that names an error type first (`ncclInternalError: Internal check failed.`)."""
 MAX_CONTINUATION = 6
