@@ -152,6 +152,26 @@ def test_a_running_containers_exit_code_says_nothing(tmp_path: Path) -> None:
     assert exited.ending is Ending.COMPLETED
 
 
+EXIT_WARNING = (
+    "[rank1]:[W301 09:12:44.120 ProcessGroupNCCL.cpp:1250] Warning: WARNING: "
+    "destroy_process_group() was not called before program exit, which can leak resources.\n"
+)
+
+
+def test_a_process_groups_exit_warning_is_a_finish(tmp_path: Path) -> None:
+    found = assessed(tmp_path, {"train.log": "epoch 2 loss 0.1\n" + EXIT_WARNING})
+    assert found.ending is Ending.COMPLETED
+
+
+def test_the_exit_warning_after_an_exception_is_no_finish(tmp_path: Path) -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/fit.py", line 3, in <module>\n'
+        "ValueError: bad batch\n" + EXIT_WARNING
+    )
+    assert assessed(tmp_path, {"train.log": text}).ending is not Ending.COMPLETED
+
+
 # --- stopped --------------------------------------------------------------------------------
 
 

@@ -141,6 +141,9 @@ def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
     # else its shape says.
     stop_lines = {_position(s) for s in stops}
     deaths = [s for s in deaths if _position(s) not in stop_lines]
+    # Python exits the same way after an uncaught exception: with one in view, no finish.
+    if any(f.key == "python.exception" for f in facts):
+        finishes = [s for s in finishes if s.kind != "exiting"]
     runs = [s for s in finishes if s.kind == "completed"]
     if runs:
         after = _errors_after_finish(runs, deaths)
@@ -217,6 +220,8 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         _exception_sign(str(value), add, "torchelastic recorded ")
     elif key == "torchelastic.error_code":
         add(Ending.DIED, "report", f"the worker's error file records error code {value}")
+    elif key == "python.exiting":
+        add(Ending.COMPLETED, "exiting", "a process reached its interpreter's exit")
     elif key == "python.fatal_error":
         add(Ending.DIED, "fatal", f"Python aborted with a fatal error ({value})")
     elif key == "log.fatal":

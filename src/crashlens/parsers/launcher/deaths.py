@@ -28,6 +28,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   (`OUT_OF_MEMORY`, `FAILED`, `NODE_FAIL`, `TIMEOUT`, `CANCELLED`, `PREEMPTED`, `COMPLETED`,
   truncated `OUT_OF_ME+` read whole); attrs exit_code, signal, by (the uid that cancelled).
 * `launcher.completed` (see the package docstring): the run's completion line, in any log.
+* `python.exiting`: True, the first of PyTorch's `destroy_process_group() was not called
+  before program exit` warnings: a process group's destructor ran as the interpreter exited.
 * `log.last_line`, `log.ends_with`: how the log ends (`ending.py`).
 """
 
@@ -251,6 +253,9 @@ class DeathSigns(AnchoredCollector):
         scope = "run" if self.run_completed else "process"
         self.keep_first("launcher.completed", True, line, scope=scope)
 
+    def on_exiting(self, line: Line) -> None:
+        self._sign("python.exiting", True, line, rank=line.rank)
+
     def end(self, tail: Sequence[Line], terminated: bool) -> None:
         self.ending = ending_facts(self.path, tail, terminated)
 
@@ -277,6 +282,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         rf"(?i:(?:zsh: |\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)(?:{_WORDS}|abort)[ \t][ \t])",
         D.on_shell_word,
     ),
+    # PyTorch's ProcessGroupNCCL destructor, as the interpreter exits (torch >= 2.4)
+    Anchor(r"destroy_process_group\(\) was not called before program exit", D.on_exiting),
     Anchor(
         r"Program received signal SIG|Program terminated with signal SIG"
         r"|\" received signal SIG",
