@@ -24,7 +24,18 @@ from crashlens.decide.remedy import without_repeated_checks
 from crashlens.errors import PatternError
 from crashlens.match.focus import evidence_focus
 from crashlens.match.rules import SNIPPET_LANGS, parse_rule, shipped_rules
-from crashlens.model import Action, Category, Cause, Evidence, Report, Role, Verdict
+from crashlens.model import (
+    Action,
+    Category,
+    Cause,
+    Evidence,
+    InputKind,
+    InputState,
+    InputStatus,
+    Report,
+    Role,
+    Verdict,
+)
 from crashlens.pipeline import AnalyzeOptions, analyze
 from crashlens.render.fit import (
     CONTINUATION,
@@ -429,3 +440,22 @@ def test_no_corpus_report_repeats_a_check(rendered: dict[str, tuple[Report, str]
         if len(set(commands)) < len(commands) or len(set(texts)) < len(texts):
             repeated.append(case)
     assert not repeated, repeated[:10]
+
+
+def test_a_skipped_input_says_why_within_the_width() -> None:
+    reason = "binary data (an ELF executable or core dump), not a log"
+    inputs = (
+        InputStatus("/scratch/jobs/run-8812/core.bin", None, InputState.SKIPPED, reason),
+        InputStatus(
+            "/scratch/jobs/run-8812/docker_inspect.json",
+            InputKind.DOCKER_INSPECT,
+            InputState.ANALYZED,
+        ),
+    )
+    for width in (60, 80, 120):
+        text = _terminal(Report(verdict=Verdict.NONE, causes=(), inputs=inputs), width)
+        assert all(cell_len(line) <= width for line in text.splitlines())
+        assert reason in " ".join(text.split())
+        shown = "/scratch/jobs/run-8812/docker_inspect.json" in text
+        assert shown or (width < 80 and "…/docker_inspect.json" in text)
+        assert not any(line.endswith(" ") for line in text.splitlines())

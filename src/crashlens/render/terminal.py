@@ -170,16 +170,18 @@ def _inputs(items: Iterable[InputStatus], width: int) -> list[Text]:
     room = width - 1 - 2 - kind_w - 2 - status_w
     path_w = min(max([len("input"), *(len(row[0]) for row in rows)]), max(room, 12))
     head = f" {'input'.ljust(path_w)}  {'kind'.ljust(kind_w)}  {'status'.ljust(status_w)}"
+    # the header's last column is padded only when notes follow it
     note_at = len(head) + 2
     if width - note_at < 20:  # no room for notes beside the columns: under them
         note_at = 3
     beside = any(row[4] for row in rows) and note_at > 3
-    lines = [_line(("Inputs", "bold")), _line((head + ("  note" if beside else ""), "bold"))]
+    title = head + "  note" if beside else head.rstrip()
+    lines = [_line(("Inputs", "bold")), _line((title, "bold"))]
     for path, kind, status, analyzed, note in rows:
         shown = shorten_path(path, path_w).ljust(path_w)
         colour = "green" if analyzed else "yellow"
         parts: list[str | tuple[str, str]] = [" ", shown, "  ", kind.ljust(kind_w), "  "]
-        parts.append((status.ljust(status_w) if note else status, colour))
+        parts.append((status.ljust(status_w) if note and beside else status, colour))
         if not note:
             lines.append(_line(*parts))
             continue
