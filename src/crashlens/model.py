@@ -11,7 +11,12 @@ from enum import StrEnum
 
 
 class InputKind(StrEnum):
-    """What an input file is, decided from its content (the name only adds confidence)."""
+    """What an input file is, decided from its content (the name only adds confidence).
+
+    Each member has exactly one parser under `crashlens.parsers`, which finds it by itself, and a
+    sample folder `tests/data/samples/<value>/` (both checked by `tests/test_registry.py`);
+    adding a kind: CONTRIBUTING.md, "Add an input kind".
+    """
 
     LAUNCHER = "launcher"
     """stdout/stderr of deepspeed, torchrun, accelerate, llamafactory-cli, python, slurm jobs."""
