@@ -137,7 +137,9 @@ def test_a_rule_that_only_explains_needs_no_match() -> None:
         ({"symptom_rules": []}, "needs `symptom_rules` or `symptom_category`"),
         ({"symptom_category": "disk"}, r"`explains\[0\].symptom_category` is not a category"),
         ({"when": []}, r"`explains\[0\].when` must be a non-empty list"),
-        ({"when": [{"key": "k", "op": "near", "value": 1}]}, r"`explains\[0\].when`: .*op"),
+        ({"when": [{"key": "k", "op": "near", "value": 1}]}, r"`explains\[0\].when\[0\]`: .*op"),
+        ({"when": [[]]}, r"`explains\[0\].when\[0\]` is an empty list"),
+        ({"same": ["a b"]}, r"`explains\[0\].same` must list qualifier names"),
         ({"weight": 1.5}, r"`explains\[0\].weight` must be a number in \(0, 1\]"),
         ({"note": ""}, r"`explains\[0\]` needs `note`"),
         ({"path": "/(?P<p>x)"}, r"`explains\[0\].path` needs a `\(\?P<path>...\)` group"),
@@ -330,7 +332,7 @@ def test_an_allocation_failure_names_the_process_holding_the_gpu(tmp_path) -> No
 
 
 _IB_SYSTEM_ERROR_LOG = """node-01:233510:233510 [0] NCCL INFO Bootstrap : Using bond0:10.0.0.11<0>
-node-01:233510:233529 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB bond0:10.0.0.11<0>
+node-01:233510:233529 [0] NCCL INFO NET/IB : {devices}
 node-01:233510:233529 [0] NCCL INFO Using network {network}
 [rank0]: Traceback (most recent call last):
 [rank0]:   File "/workspace/train.py", line 41, in <module>
@@ -339,21 +341,32 @@ node-01:233510:233529 [0] NCCL INFO Using network {network}
 """
 
 
+_IB_DEVICES = "Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB bond0:10.0.0.11<0>"
+
+
 def test_a_small_memlock_with_infiniband_explains_an_nccl_system_error(tmp_path) -> None:
     files = {
-        "train.log": _IB_SYSTEM_ERROR_LOG.format(network="IB"),
+        "train.log": _IB_SYSTEM_ERROR_LOG.format(network="IB", devices=_IB_DEVICES),
         "ulimit.txt": sample("ulimit/ulimit_a_bash4_memlock_64_REPRO.txt"),
     }
     report = _report(_case(tmp_path, "ib", files))
     assert report.verdict is Verdict.PERMISSIONS
     assert report.causes[0].evidence[0].rule == "permissions-memlock-with-infiniband"
     note = next(n for n in report.notes if "is explained by" in n)
-    assert "ulimit.txt:" in note and "train.log:3" in note
+    assert "ulimit.txt:" in note and "train.log:7" in note
+    # The verbs devices alone (older NCCL prints no `Using network` line) say the same.
+    files["train.log"] = "\n".join(
+        line for line in files["train.log"].split("\n") if "Using network" not in line
+    )
+    report = _report(_case(tmp_path, "ib-devices", files))
+    assert report.verdict is Verdict.PERMISSIONS
+    note = next(n for n in report.notes if "is explained by" in n)
+    assert "train.log:2 `" in note
 
 
 def test_the_same_error_over_sockets_is_not_the_memlock(tmp_path) -> None:
     files = {
-        "train.log": _IB_SYSTEM_ERROR_LOG.format(network="Socket"),
+        "train.log": _IB_SYSTEM_ERROR_LOG.format(network="Socket", devices="No device found."),
         "ulimit.txt": sample("ulimit/ulimit_a_bash4_memlock_64_REPRO.txt"),
     }
     report = _report(_case(tmp_path, "socket", files))

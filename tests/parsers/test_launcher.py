@@ -475,3 +475,24 @@ def test_tool_gates_hold_on_every_sample_line() -> None:
         for line in lines:
             if any(pattern.search(line) for pattern in tool.says.patterns):
                 assert tool.says.may_match(line), (tool.name, line)
+
+
+def test_infiniband_devices_nccl_opened() -> None:
+    """`NET/IB : Using [0]mlx5_0:1/IB ...` says verbs are in use (what a memlock limit hits)."""
+    facts = facts_of("nccl_warn_ib_retry_exceeded_remote_error_REPRO.log")
+    devices = one(facts, "nccl.ib_devices")
+    assert devices.value == "mlx5_0:1/IB,mlx5_3:1/IB,mlx5_4:1/IB,mlx5_5:1/IB"
+    assert devices.lineno == 1
+    lines = [
+        "node-1:100:200 [0] NCCL INFO NET/IB : No device found.",
+        "node-1:100:200 [0] NCCL INFO NET/IB : Using [0]mlx5_bond_0:1/RoCE [RO]; OOB eth0:10.1.1.1",
+        "node-1:100:201 [1] NCCL INFO NET/IB : Using [0]mlx5_1:1/IB ; OOB ib0:10.1.1.1<0>",
+    ]
+    _, found = collect_text(PARSER, "\n".join(lines) + "\n", "train.log")
+    assert [(f.value, f.lineno) for f in found if f.key == "nccl.ib_devices"] == [
+        ("mlx5_bond_0:1/RoCE", 2)
+    ]
+    engine = _engine_facts("\n".join(lines) + "\n", "train.log")
+    assert [f for f in engine if f[0] == "nccl.ib_devices"] == [
+        ("nccl.ib_devices", "mlx5_bond_0:1/RoCE", 2)
+    ]

@@ -123,3 +123,33 @@ def test_any_sample_cut_anywhere_parses(name: str) -> None:
         for parser in PARSERS:
             assert 0.0 <= parser.sniff(piece[:65536]) <= 1.0
             parser.parse(piece, name)
+
+
+PROC_LIMITS = "proc_self_limits_linux_memlock_8m.txt"
+
+
+def test_proc_limits_reads_soft_and_hard_in_ulimit_units() -> None:
+    """`/proc/<pid>/limits`: bytes become the KiB `ulimit -a` prints; the hard limit is an attr."""
+    text = sample_text(f"ulimit/{PROC_LIMITS}")
+    assert ULIMIT.sniff(text[:65536]) == 1.0
+    assert all(other.sniff(text[:65536]) < 0.5 for other in OTHERS)
+    result = ULIMIT.parse(text, PROC_LIMITS)
+    facts = {f.key: f for f in result.facts}
+    memlock = facts["ulimit.memlock_kb"]
+    assert (memlock.value, memlock.attr("hard"), memlock.lineno) == (8192, 8192, 10)
+    assert memlock.text.startswith("Max locked memory")
+    assert (facts["ulimit.stack_kb"].value, facts["ulimit.stack_kb"].attr("hard")) == (8192, -1)
+    assert facts["ulimit.nofile"].value == 20000
+    assert facts["ulimit.vmem_kb"].value == -1
+
+
+def test_proc_limits_with_a_64k_memlock_and_odd_rows() -> None:
+    text = (
+        "Limit                     Soft Limit           Hard Limit           Units     \n"
+        "Max locked memory         65536                65536                bytes     \n"
+        "Max nice priority         0                    0                    \n"
+        "Max open files            garbage              1024                 files     \n"
+    )
+    facts = {f.key: f.value for f in ULIMIT.parse(text, "limits").facts}
+    assert facts == {"ulimit.memlock_kb": 64}
+    assert ULIMIT.parse("Limit   Soft Limit   Hard Limit   Units\n", "l").warnings

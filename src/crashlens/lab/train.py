@@ -64,7 +64,7 @@ def _explanations(rule: Rule) -> tuple[object, ...]:
     """What the decision takes from a rule's explanations and ruling-outs (not notes, examples)."""
     explains = tuple(
         (sorted(e.symptom_rules), e.symptom_category, e.symptom_line, e.when)
-        + (e.path, e.foreign, e.weight)
+        + (e.path, e.foreign, e.same, e.weight)
         for e in rule.explains
     )
     return explains, tuple((sorted(r.rules), r.when) for r in rule.rules_out)

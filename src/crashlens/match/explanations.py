@@ -5,12 +5,14 @@ alone suggests a failing disk, but on a path the container mounted read-only it 
 container's configuration; an NCCL system error alone suggests /dev/shm, but with a 64 KiB
 memlock limit and InfiniBand in use it is the locked-memory limit. A rule says so in TOML:
 
-* `[[explains]]`: when every `when` condition is met by a fact of any input, the hits of
-  `symptom_rules` (or the root and symptom hits of `symptom_category`) count for the
-  explaining rule's category, with `weight`, and the report says which fact explained which
-  line. Optionally the explanation holds only for a path on the mount the first condition
-  accepts (`path`), or only for a fact naming something the job's own logs do not (`foreign`).
-* `[[rules_out]]`: when every `when` condition is met, the hits of `rules` stop counting
+* `[[explains]]`: when every `when` item is met by a fact of any input (an item is a fact
+  condition, or a list of them of which any one will do), the hits of `symptom_rules` (or the
+  root and symptom hits of `symptom_category`) count for the explaining rule's category, with
+  `weight`, and the report says which fact explained which line. Optionally the explanation
+  holds only for a path on the mount the first item accepts (`path`), only for a fact naming
+  something the job's own logs do not (`foreign`), or only when the facts agree on some
+  qualifiers (`same`: the process and the full GPU are the same GPU).
+* `[[rules_out]]`: when every `when` item is met, the hits of `rules` stop counting
   (IpcMode `host` makes the container's own ShmSize irrelevant), and the report says why.
 
 This module validates those tables (the rule loader calls it) and says whether one holds;
@@ -45,6 +47,9 @@ class Condition(Protocol):
 ConditionParser = Callable[[dict[str, Any], str], tuple[Condition, ...]]
 """Reads `{"facts": [...]}` into conditions (the rule loader's own, so one schema serves both)."""
 
+AnyOf = tuple[Condition, ...]
+"""One `when` item: met by a fact that meets any one of its conditions."""
+
 
 @dataclass(frozen=True, slots=True)
 class Example:
@@ -62,7 +67,7 @@ class Explanation:
 
     symptom_rules: frozenset[str]
     symptom_category: Category | None
-    when: tuple[Condition, ...]
+    when: tuple[AnyOf, ...]
     weight: float
     """How likely the explaining rule's category is the cause, given the symptom and the fact."""
     note: str
@@ -75,6 +80,8 @@ class Explanation:
     foreign: str | None = None
     """A qualifier of the fact meeting the first condition (e.g. `pid`) whose value no fact of
     another input carries: something the job's own logs do not name."""
+    same: tuple[str, ...] = ()
+    """Qualifiers (e.g. `index`) the facts meeting the conditions must share, with a value."""
     examples_match: tuple[Example, ...] = ()
     examples_no_match: tuple[Example, ...] = ()
 
@@ -92,15 +99,16 @@ class Explanation:
             return None
         first, *rest = self.when
         if self.path is not None:
-            found = re.search(self.path, hit.text)
-            path = found.group("path") if found else None
-            leading = _mount_holding(path, facts, first) if path else None
+            path = self.path_of(hit)
+            mount = _mount_holding(path, facts, first) if path else None
+            leading = [mount] if mount is not None else []
         else:
-            leading = next((f for f in facts if first.holds(f) and self._foreign(f, facts)), None)
-        if leading is None:
-            return None
-        others = _each_met(rest, facts)
-        return None if others is None else (leading, *others)
+            leading = [f for f in facts if _meets(first, f) and self._foreign(f, facts)]
+        for lead in leading:
+            others = _each_met(rest, facts, lead, self.same)
+            if others is not None:
+                return (lead, *others)
+        return None
 
     def path_of(self, hit: Hit) -> str | None:
         """The path the symptom names (`path` group), when this explanation reads one."""
@@ -126,7 +134,7 @@ class RuleOut:
     """`[[rules_out]]`: a fact that makes the hits of some rules irrelevant."""
 
     rules: frozenset[str]
-    when: tuple[Condition, ...]
+    when: tuple[AnyOf, ...]
     note: str
     examples_match: tuple[Example, ...] = ()
     examples_no_match: tuple[Example, ...] = ()
@@ -138,29 +146,50 @@ class RuleOut:
         return _each_met(self.when, facts)
 
 
-def _each_met(conditions: Iterable[Condition], facts: Sequence[Fact]) -> tuple[Fact, ...] | None:
+def _meets(item: AnyOf, fact: Fact) -> bool:
+    return any(condition.holds(fact) for condition in item)
+
+
+def _each_met(
+    items: Iterable[AnyOf],
+    facts: Sequence[Fact],
+    lead: Fact | None = None,
+    same: tuple[str, ...] = (),
+) -> tuple[Fact, ...] | None:
+    """A fact meeting each item (sharing `same` qualifiers with `lead`), or None."""
+    wanted = [(name, lead.attr(name)) for name in same] if lead is not None else []
+    if any(value is None for _, value in wanted):
+        return None
     met: list[Fact] = []
-    for condition in conditions:
-        found = next((f for f in facts if condition.holds(f)), None)
+    for item in items:
+        found = next(
+            (
+                f
+                for f in facts
+                if _meets(item, f) and all(str(f.attr(n)) == str(v) for n, v in wanted)
+            ),
+            None,
+        )
         if found is None:
             return None
         met.append(found)
     return tuple(met)
 
 
-def _mount_holding(path: str, facts: Sequence[Fact], condition: Condition) -> Fact | None:
-    """The fact of the deepest mount point holding `path`, when `condition` accepts it."""
+def _mount_holding(path: str, facts: Sequence[Fact], item: AnyOf) -> Fact | None:
+    """The fact of the deepest mount point holding `path`, when `item` accepts it."""
     path = posixpath.normpath(path)
+    keys = {condition.key for condition in item}
     best: Fact | None = None
     depth = -1
-    for item in facts:
-        if item.key != condition.key:
+    for fact in facts:
+        if fact.key not in keys:
             continue
-        mount = posixpath.normpath(str(item.value))
+        mount = posixpath.normpath(str(fact.value))
         inside = mount == "/" or path == mount or path.startswith(mount + "/")
         if inside and mount.startswith("/") and len(mount) > depth:
-            best, depth = item, len(mount)
-    return best if best is not None and condition.holds(best) else None
+            best, depth = fact, len(mount)
+    return best if best is not None and _meets(item, best) else None
 
 
 # ---- validation (called by the rule loader) ----------------------------------------------
@@ -182,15 +211,21 @@ def _text(table: dict[str, Any], key: str, where: str, path: str) -> str:
 
 def _conditions(
     table: dict[str, Any], where: str, path: str, parse: ConditionParser
-) -> tuple[Condition, ...]:
+) -> tuple[AnyOf, ...]:
     when = table.get("when")
     if not isinstance(when, list) or not when:
         raise PatternError(path, f"`{where}.when` must be a non-empty list of fact conditions")
-    try:
-        return parse({"facts": when}, path)
-    except PatternError as error:
-        detail = str(error).removeprefix(f"{path}: ").replace("`match.facts`", "condition")
-        raise PatternError(path, f"`{where}.when`: {detail}") from None
+    items: list[AnyOf] = []
+    for index, item in enumerate(when):
+        group = item if isinstance(item, list) else [item]
+        if not group:
+            raise PatternError(path, f"`{where}.when[{index}]` is an empty list")
+        try:
+            items.append(parse({"facts": group}, path))
+        except PatternError as error:
+            detail = str(error).removeprefix(f"{path}: ").replace("`match.facts`", "condition")
+            raise PatternError(path, f"`{where}.when[{index}]`: {detail}") from None
+    return tuple(items)
 
 
 def _examples(
@@ -286,6 +321,9 @@ def parse_explanations(
             raise PatternError(path, f"`{where}.foreign` must be a qualifier name, not {foreign!r}")
         if pattern is not None and foreign is not None:
             raise PatternError(path, f"`{where}`: `path` and `foreign` cannot be combined")
+        same = _strings(item, "same", where, path)
+        if not all(name.isidentifier() for name in same):
+            raise PatternError(path, f"`{where}.same` must list qualifier names")
         examples = _examples(
             item, where, path, fields["explanation.examples"], fields["explanation.example"]
         )
@@ -299,6 +337,7 @@ def parse_explanations(
                 path=pattern,
                 symptom_line=symptom_line,
                 foreign=foreign,
+                same=same,
                 examples_match=examples[0],
                 examples_no_match=examples[1],
             )

@@ -58,7 +58,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "remedy": frozenset({"about", "steps", "generic_for"}),
         "explains": frozenset(
             {"symptom_rules", "symptom_category", "symptom_line", "when", "path", "foreign",
-             "weight", "note", "examples"}
+             "same", "weight", "note", "examples"}
         ),
         "rules_out": frozenset({"rules", "when", "note", "examples"}),
         "explanation.examples": frozenset({"match", "no_match"}),

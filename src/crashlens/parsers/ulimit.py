@@ -1,10 +1,14 @@
-"""`ulimit -a` output from bash (4.x and 5.x), dash (`/bin/sh` on Debian/Ubuntu) and zsh.
+"""`ulimit -a` output from bash (4.x and 5.x), dash (`/bin/sh` on Debian/Ubuntu) and zsh, and
+the kernel's `/proc/<pid>/limits` (the limits a running process really has).
 
 bash prints `max locked memory       (kbytes, -l) 64`; bash 5.2 adds a first row
 `real-time non-blocking time  (microseconds, -R)` and widens the label column. dash prints
 `locked memory(kb)    64` with no option letters; zsh prints `-l: locked-in-memory size (kbytes)
 64`. Rows are recognised by their option letter where there is one, by their label otherwise.
 `ulimit -Sa` and `-Ha` print the same layout, so soft and hard limits cannot be told apart.
+`/proc/<pid>/limits` prints `Max locked memory  65536  65536  bytes` under a `Limit  Soft Limit
+Hard Limit  Units` header: the soft limit is the fact (in the units `ulimit -a` uses), the hard
+one its `hard` attr.
 
 Facts (`unlimited` = -1; every fact has its line number and the row as text):
 
@@ -65,6 +69,45 @@ _BASH_FIRST_RE = re.compile(
 )
 
 
+_PROC_HEADER_RE = re.compile(r"^Limit[ \t]+Soft Limit[ \t]+Hard Limit[ \t]+Units", re.MULTILINE)
+_PROC_ROW_RE = re.compile(r"^Max ([a-z ]+?)[ \t]{2,}(\S+)[ \t]+(\S+)(?:[ \t]+([a-z]+))?[ \t]*$")
+_PROC_ROWS = {
+    "locked memory": ("l", 1024),
+    "open files": ("n", 1),
+    "stack size": ("s", 1024),
+    "processes": ("u", 1),
+    "address space": ("v", 1024),
+    "resident set": ("m", 1024),
+    "data size": ("d", 1024),
+    "pending signals": ("i", 1),
+    "msgqueue size": ("q", 1),
+}
+"""`/proc/<pid>/limits` rows: the `ulimit` option letter, and what to divide bytes by to get
+the unit `ulimit -a` prints (KiB)."""
+
+
+def _scaled(value: int | None, divisor: int) -> int | None:
+    """Bytes to the unit `ulimit -a` prints; unlimited (-1) stays -1."""
+    return value if value is None or value < 0 else value // divisor
+
+
+def _proc_facts(text: str, path: str) -> list[Fact]:
+    """The facts of a `/proc/<pid>/limits` table."""
+    facts: list[Fact] = []
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        line = clean_line(raw).strip()
+        row = _PROC_ROW_RE.match(line)
+        known = _PROC_ROWS.get(row.group(1)) if row else None
+        if row is None or known is None:
+            continue
+        flag, divisor = known
+        soft = _scaled(_value(row.group(2)), divisor)
+        if soft is not None:
+            hard = _scaled(_value(row.group(3)), divisor)
+            facts.append(fact(_BY_FLAG[flag], soft, path, lineno, text=line, hard=hard))
+    return facts
+
+
 def _value(token: str) -> int | None:
     if not _VALUE_RE.match(token):
         return None
@@ -86,7 +129,7 @@ def _row(line: str) -> tuple[str, str] | None:
     return None
 
 
-_SNIFF_MARKERS = ("file size", "locked", "open files", "stack size", "cpu time")
+_SNIFF_MARKERS = ("file size", "locked", "open files", "stack size", "cpu time", "Soft Limit")
 """Every `ulimit -a` layout (bash, dash, zsh) prints at least one of these labels."""
 
 
@@ -95,13 +138,13 @@ class UlimitParser(DocumentParser):
 
     kind = InputKind.ULIMIT
     name = "ulimit -a"
-    filenames = ("ulimit*",)
+    filenames = ("ulimit*", "limits", "*limits*.txt")
 
     @staticmethod
     def sniff(head: str) -> float:
         if not any(marker in head for marker in _SNIFF_MARKERS):
             return 0.0  # substring gate: every sniffer runs on every file of a scan
-        if _BASH_FIRST_RE.search(head):
+        if _BASH_FIRST_RE.search(head) or _PROC_HEADER_RE.search(head[:4096]):
             return 1.0
         lines = [clean_line(line) for line in head.splitlines()[:100] if line.strip()]
         rows = [row for row in map(_row, lines) if row and _value(row[1]) is not None]
@@ -111,6 +154,9 @@ class UlimitParser(DocumentParser):
         return 0.9 * ratio if ratio >= 0.5 else 0.2
 
     def parse(self, text: str, path: str) -> DocumentResult:
+        if _PROC_HEADER_RE.search(text):
+            found = _proc_facts(text, path)
+            return DocumentResult(tuple(found), () if found else ("no limits rows found",))
         facts: list[Fact] = []
         seen: set[str] = set()
         for lineno, raw in enumerate(text.split("\n"), start=1):

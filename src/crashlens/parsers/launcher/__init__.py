@@ -43,6 +43,8 @@ Fact keys:
 * `nccl.error`: str ncclRemoteError | ncclSystemError | ncclUnhandledCudaError |
   ncclInternalError | ncclInvalidUsage | ncclInvalidArgument; attrs rank, host.
 * `nccl.transport`: str the network NCCL chose (`Using network IB|Socket`).
+* `nccl.ib_devices`: str the InfiniBand/RoCE devices NCCL opened, comma-joined as printed
+  (`mlx5_0:1/IB,mlx5_3:1/RoCE`, from `NET/IB : Using [0]mlx5_0:1/IB ...`): verbs are in use.
 * `slurm.oom_kill_events`: int attrs step; `slurm.cancelled`: str reason (`TIME LIMIT`...,
   `unspecified` when Slurm gives none) attrs step, node; `slurm.task_failure`: str what srun
   said (`Out Of Memory`, `Bus error`, `Exited with exit code 1`) attrs node, task.

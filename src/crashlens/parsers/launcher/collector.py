@@ -63,6 +63,9 @@ _DATALOADER_SIG = re.compile(
 )
 _NCCL_WARN = re.compile(r"^(?:\[([0-9]+)\] )?(?:([^ ]+) )?NCCL WARN (.*)$")
 _NCCL_NET = re.compile(r"NCCL INFO Using network ([A-Za-z0-9_]+)")
+# `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/RoCE ; OOB ib0:10.0.0.12<0>`: the verbs devices
+# NCCL opened (not printed when it finds none: `NET/IB : No device found.`)
+_NCCL_IB = re.compile(r"NCCL INFO NET/IB ?: ?Using ((?:\[[0-9]+\][^ \t;\[]+[ \t]*)+)")
 _NCCL_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "ncclRemoteError",
@@ -371,6 +374,11 @@ class LauncherCollector(DeathSigns):
         if m := _NCCL_NET.search(line.text):
             self.keep_first("nccl.transport", m.group(1), line)
 
+    def on_ib_devices(self, line: Line) -> None:
+        if m := _NCCL_IB.search(line.text):
+            devices = ",".join(part.split("]", 1)[1] for part in m.group(1).split())
+            self.keep_first("nccl.ib_devices", devices, line)
+
     def on_cpu_mem(self, line: Line) -> None:
         m = _CPU_MEM.search(line.text)
         if m is None:
@@ -511,6 +519,7 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     Anchor(r"CPU Virtual Memory: +used = ", L.on_cpu_mem),
     # every rank prints it; the first one is all that is kept
     Anchor(r"NCCL INFO Using network ", L.on_transport, settles=("nccl.transport",)),
+    Anchor(r"NCCL INFO NET/IB ?: ?Using \[", L.on_ib_devices, settles=("nccl.ib_devices",)),
     # its `+cu121` names CUDA too
     Anchor(
         r"torch==[0-9]|(?:PyTorch|torch) version:? [0-9]",
