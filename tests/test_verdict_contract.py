@@ -34,6 +34,8 @@ from crashlens.model import (
     Verdict,
 )
 from crashlens.pipeline import analyze, build_report
+from crashlens.render import likelihood
+from crashlens.render.markdown import render_markdown
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 NEAR_CERTAIN = 0.9
@@ -50,6 +52,9 @@ def _assert_agrees(report: Report, threshold: float, where: str) -> None:
     if report.verdict is Verdict.NONE:
         assert report.causes == (), where
         return
+    for cause in report.causes:
+        sure = likelihood(cause, report.verdict) in ("likely", "near-certain")
+        assert sure == (Verdict.of(cause.category) is report.verdict), where
     printed = [cause.confidence for cause in report.causes]
     if report.verdict is Verdict.UNKNOWN:
         assert all(confidence < threshold for confidence in printed), (where, printed)
@@ -138,6 +143,7 @@ def test_a_bare_sigkill_is_likely_host_oom_with_what_would_confirm_it(tmp_path: 
     assert threshold <= top.confidence < NEAR_CERTAIN
     checks = " ".join(f"{c.text} {c.command or ''}" for c in top.next_checks)
     assert "dmesg" in checks
+    assert f"**host_oom** ({top.confidence:.0%}, likely)" in render_markdown(report)
 
 
 def test_the_threshold_is_stored_with_the_model_not_hard_coded() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from crashlens.model import Verdict
+from crashlens.model import Cause, Verdict
 
 
 class Format(StrEnum):
@@ -21,3 +21,17 @@ NO_CAUSE_TEXT: dict[Verdict, str] = {
     Verdict.UNKNOWN: "A failure is visible, but no cause has enough evidence.",
 }
 """The headline of a report whose verdict names no cause (the others lead with their summary)."""
+
+NEAR_CERTAIN = 0.9
+"""From this confidence up, the verdict's cause reads "near-certain"; below it, "likely"."""
+POSSIBLE = 0.2
+"""A cause the verdict does not name reads "possible" from this confidence up, else "unlikely"."""
+
+
+def likelihood(cause: Cause, verdict: Verdict) -> str:
+    """The word beside a cause's confidence. Only the cause the verdict names (its confidence
+    reached the threshold the verdict was decided on) reads "likely" or "near-certain"; any
+    other reads "possible" or "unlikely", so nothing under an `unknown` verdict reads as sure."""
+    if Verdict.of(cause.category) is not verdict:
+        return "possible" if cause.confidence >= POSSIBLE else "unlikely"
+    return "near-certain" if cause.confidence >= NEAR_CERTAIN else "likely"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from crashlens.model import Action, Cause, Evidence, Report
-from crashlens.render import NO_CAUSE_TEXT
+from crashlens.model import Action, Cause, Evidence, Report, Verdict
+from crashlens.render import NO_CAUSE_TEXT, likelihood
 
 _FENCE_LANGS = {"shell": "text", "yaml": "yaml", "python": "python", "conf": "ini"}
 """The fence's info string for a step's `lang` (a shell command stays plain text)."""
@@ -47,9 +47,10 @@ def _indent(text: str) -> str:
     return "\n".join("   " + line for line in text.splitlines())
 
 
-def _cause(rank: int, cause: Cause) -> list[str]:
+def _cause(rank: int, cause: Cause, verdict: Verdict) -> list[str]:
+    sure = likelihood(cause, verdict)
     lines = [
-        f"### {rank}. `{cause.category.value}` ({cause.confidence:.0%})",
+        f"### {rank}. `{cause.category.value}` ({cause.confidence:.0%}, {sure})",
         "",
         cause.summary,
         "",
@@ -96,7 +97,8 @@ def render_markdown(report: Report) -> str:
     headline = NO_CAUSE_TEXT.get(report.verdict)
     if headline is None and report.causes:
         top = report.causes[0]
-        headline = f"**{top.category.value}** ({top.confidence:.0%}): {top.summary}"
+        sure = likelihood(top, report.verdict)
+        headline = f"**{top.category.value}** ({top.confidence:.0%}, {sure}): {top.summary}"
     lines = ["## crashlens report", "", f"**Verdict:** `{report.verdict}`", "", headline or "", ""]
     lines.extend(_ending(report))
     if report.first_failure:
@@ -105,7 +107,7 @@ def render_markdown(report: Report) -> str:
     for note in report.notes:
         lines.extend([f"> {note}", ""])
     for rank, cause in enumerate(report.causes, start=1):
-        lines.extend(_cause(rank, cause))
+        lines.extend(_cause(rank, cause, report.verdict))
     lines.extend(_actions("What to collect next", report.next_checks))
     lines.extend(["### Inputs", "", "| input | kind | status | note |", "|---|---|---|---|"])
     for item in report.inputs:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from crashlens.model import Action, Cause, Evidence, InputState, InputStatus, Report, Verdict
+from crashlens.render import likelihood
 from crashlens.render.fit import (
     shell_lines,
     shorten,
@@ -133,15 +134,18 @@ def _actions(title: str, items: tuple[Action, ...], width: int) -> list[Text]:
     return parts
 
 
-def _heading(rank: int, cause: Cause, width: int) -> Text:
+def _heading(rank: int, cause: Cause, width: int, verdict: Verdict) -> Text:
     style = "red" if rank == 1 else "dim"
-    title = Text.assemble((f"{rank}. {cause.category.value}", "bold"), f"  {cause.confidence:.0%}")
+    sure = likelihood(cause, verdict)
+    title = Text.assemble(
+        (f"{rank}. {cause.category.value}", "bold"), f"  {cause.confidence:.0%} {sure}"
+    )
     rest = max(3, width - 4 - title.cell_len)
     return Text.assemble(("── ", style), title, (" " + "─" * rest, style))
 
 
-def _cause(rank: int, cause: Cause, width: int, focus: Focus) -> list[Text]:
-    parts = [_heading(rank, cause, width), *_prose(cause.summary, width)]
+def _cause(rank: int, cause: Cause, width: int, focus: Focus, verdict: Verdict) -> list[Text]:
+    parts = [_heading(rank, cause, width, verdict), *_prose(cause.summary, width)]
     if cause.demoted_because:
         parts.extend(_prose(f"ranked lower: {cause.demoted_because}", width, style="dim italic"))
     if cause.evidence:
@@ -234,6 +238,6 @@ def render_terminal(report: Report, console: Console, focus: Focus | None = None
     for note in report.notes:
         _print(console, _prose(note, width, style="italic"))
     for rank, cause in enumerate(report.causes, start=1):
-        _print(console, _cause(rank, cause, width, see))
+        _print(console, _cause(rank, cause, width, see, report.verdict))
     _print(console, _actions("What to collect next", report.next_checks, width))
     _print(console, _inputs(report.inputs, width))
