@@ -1,33 +1,43 @@
 """Walk the paths a user named and yield every input inside them, never extracting to disk.
 
 Folders are walked recursively (sorted, so reports are stable); `.tar*`, `.tgz` and `.zip`
-archives are read member by member; `.gz`, `.bz2`, `.xz` and `.zst` files are decompressed
-as streams. Anything that cannot be opened becomes a skipped `InputStatus` with a reason, and
-the walk goes on. Sources are yielded lazily: a source's stream is only valid until the
-generator is advanced, which is what lets a truncated archive still give its first members.
+archives are read member by member, each member streamed; `.gz`, `.bz2`, `.xz` and `.zst`
+files and stdin are streamed too, never read whole. Everything that comes out of a decoder
+counts against the limits of `inputs/limits.py`: past one, a stream is cut (what was read is
+kept, and the input says so) and an archive's remaining members are listed as not read. A
+truncated or corrupt compressed stream keeps what decoded before the damage, with a note.
+Anything that cannot be opened becomes a skipped `InputStatus` with a reason, and the walk goes
+on. Sources are yielded lazily: a source's stream is only valid until the generator is
+advanced, which is what lets a truncated archive still give its first members.
+
+Symbolic links, by policy:
+- a path named on the command line is followed, whatever it is (the user chose it);
+- inside a named folder, a link is followed when its target lies inside that same folder
+  (said in the input's notes), and listed as skipped when it leads out of it, is broken or
+  points to what the walk reads anyway; links are taken after the folder's own files, so a
+  file is listed under its real name first;
+- a link member of an archive is listed as skipped, never followed.
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
-import lzma
 import os
 import stat
 import sys
-import tarfile
-import zipfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, cast
 
-from crashlens.model import InputState, InputStatus
+from crashlens.inputs.archives import buffered_zip, nested, tar_members, zip_members
+from crashlens.inputs.limits import ENVIRONMENT, Budget, InputLimits, from_env
+from crashlens.inputs.source import Item, Source, skipped
+from crashlens.inputs.streams import Bounded, Counting, Decompressed, Notes, peek, read_once
 
-MAX_NESTING = 3
-"""Archives inside archives are followed this deep, then skipped with a reason."""
+__all__ = ["COLLECT_RECORD_MARKERS", "Item", "Source", "iter_inputs", "skipped"]
 
+MAGIC_BYTES = 262
+"""Enough of a stream to tell a tar (its `ustar` mark ends at 262), a zip or a compressor."""
 _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lzma")
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst")
 COLLECT_RECORD_MARKERS = (b"# crashlens collect manifest", b'{\n  "crashlens_collect":')
@@ -35,42 +45,56 @@ COLLECT_RECORD_MARKERS = (b"# crashlens collect manifest", b'{\n  "crashlens_col
 collect-report.json): skipped, since a step's refusal message is not evidence of the failure."""
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    """One input to analyze: a display path and a way to read its (decompressed) bytes."""
+def iter_inputs(
+    paths: list[str], stdin: IO[bytes] | None = None, limits: InputLimits | None = None
+) -> Iterator[Item]:
+    """Yield every source found under `paths` (and on stdin for `-`), or why it was skipped.
 
-    path: str
-    """Display path: as the user gave it; members of archives as `archive!member`."""
-    open: Callable[[], IO[bytes]]
-    """Open a fresh binary stream. Valid until the discovery generator advances."""
-    size_bytes: int | None
-    """Size on disk or in the archive (compressed sources: the compressed size)."""
-    name: str
-    """The file name without compression suffixes, used as a weak hint for detection."""
-
-
-Item = Source | InputStatus
-
-
-def skipped(path: str, reason: str, size: int | None = None) -> InputStatus:
-    """An input that could not be analyzed, with the reason shown to the user."""
-    return InputStatus(
-        path=path, kind=None, status=InputState.SKIPPED, reason=reason, size_bytes=size
-    )
-
-
-def iter_inputs(paths: list[str], stdin: IO[bytes] | None = None) -> Iterator[Item]:
-    """Yield every source found under `paths` (and on stdin for `-`), or why it was skipped."""
+    `limits`: how far decompressed data may expand (default: `limits.from_env()`)."""
+    limits = limits if limits is not None else from_env()
     for given in paths:
         if given == "-":
             stream = stdin if stdin is not None else sys.stdin.buffer
-            data = stream.read()
-            yield from _from_bytes("<stdin>", "stdin", data, depth=0)
+            yield from _from_stdin(stream, limits)
             continue
-        yield from _from_path(Path(given), given, depth=0)
+        path = Path(given)
+        base: tuple[str, ...] = ()
+        if path.is_symlink():
+            base = (f"a symbolic link named on the command line, followed (to {_target(path)})",)
+        yield from _from_path(path, given, limits, base, None)
 
 
-def _from_path(path: Path, display: str, depth: int) -> Iterator[Item]:
+def _from_stdin(stream: IO[bytes], limits: InputLimits) -> Iterator[Item]:
+    budget = Budget(limits)
+    notes = Notes()
+    counted = cast(IO[bytes], Counting(stream, budget, owns=False))
+    variable = ENVIRONMENT["stdin_bytes"][0]
+    capped = Bounded(counted, notes, cap=limits.stdin_bytes, cap_reason=variable, owns=False)
+    yield from _route("<stdin>", "stdin", cast(IO[bytes], capped), None, 0, budget, notes)
+
+
+def _target(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except OSError:
+        return "?"
+
+
+@dataclass(slots=True)
+class _Walk:
+    """One named folder being walked: where it really is and what was read already."""
+
+    top: str
+    """The folder's real path: a link is followed only to a target under it."""
+    display: str
+    """The folder as the user named it."""
+    files: set[tuple[int, int]] = field(default_factory=set)
+    folders: set[tuple[int, int]] = field(default_factory=set)
+
+
+def _from_path(
+    path: Path, display: str, limits: InputLimits, base: tuple[str, ...], walk: _Walk | None
+) -> Iterator[Item]:
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -83,38 +107,93 @@ def _from_path(path: Path, display: str, depth: int) -> Iterator[Item]:
         yield skipped(display, f"cannot be read: {error.strerror or error}")
         return
     if stat.S_ISDIR(info.st_mode):
-        yield from _walk_dir(path, display)
+        walk = walk or _Walk(top=os.path.realpath(path), display=display)
+        yield from _walk_dir(path, display, limits, base, walk)
         return
     if not stat.S_ISREG(info.st_mode):
         yield skipped(display, "not a regular file (device, socket or pipe)")
         return
+    if walk is not None:
+        walk.files.add((info.st_dev, info.st_ino))
     if not os.access(path, os.R_OK):
         yield skipped(display, "permission denied", info.st_size)
         return
     if info.st_size == 0:
         yield skipped(display, "empty file", 0)
         return
-    yield from _from_file(path, display, info.st_size, depth)
+    yield from _from_file(path, display, info.st_size, limits, base)
 
 
-def _walk_dir(root: Path, display: str) -> Iterator[Item]:
+def _walk_dir(
+    root: Path, display: str, limits: InputLimits, base: tuple[str, ...], walk: _Walk
+) -> Iterator[Item]:
     found = False
     errors: list[OSError] = []
+    links: list[tuple[Path, str]] = []
     for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
-        dirnames.sort()
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        try:
+            here = os.stat(dirpath)
+            walk.folders.add((here.st_dev, here.st_ino))
+        except OSError:
+            pass
+        kept = []
+        for dirname in sorted(dirnames):
+            if dirname.startswith("."):
+                continue
+            full = Path(dirpath) / dirname
+            if full.is_symlink():  # os.walk lists a folder link but does not enter it
+                found = True
+                links.append((full, os.path.join(display, os.path.relpath(full, root))))
+            else:
+                kept.append(dirname)
+        dirnames[:] = kept
         for filename in sorted(filenames):
             if filename.startswith("."):
                 continue
             found = True
             full = Path(dirpath) / filename
             shown = os.path.join(display, os.path.relpath(full, root))
-            yield from _from_path(full, shown, depth=0)
+            if full.is_symlink():
+                links.append((full, shown))
+                continue
+            yield from _from_path(full, shown, limits, base, walk)
     for error in errors:
         where = error.filename or display
         yield skipped(str(where), f"folder cannot be listed: {error.strerror or error}")
+    for link, shown in sorted(links, key=lambda item: item[1]):
+        yield from _follow(link, shown, limits, base, walk)
     if not found and not errors:
         yield skipped(display, "folder holds no files")
+
+
+def _follow(
+    link: Path, shown: str, limits: InputLimits, base: tuple[str, ...], walk: _Walk
+) -> Iterator[Item]:
+    """A symbolic link met inside a named folder: followed only to a target inside it."""
+    try:
+        target = Path(os.path.realpath(link))
+        info = target.stat()
+    except OSError:
+        yield skipped(shown, "broken symbolic link (its target is missing or loops)")
+        return
+    rel = os.path.relpath(target, walk.top)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        yield skipped(shown, "symbolic link to a path outside the named folder: not followed")
+        return
+    where = walk.display if rel == os.curdir else os.path.join(walk.display, rel)
+    key = (info.st_dev, info.st_ino)
+    if stat.S_ISDIR(info.st_mode):
+        if key in walk.folders:
+            yield skipped(shown, f"symbolic link to {where}, which is read there")
+            return
+        note = f"read through the symbolic link {shown} (to {where}, inside the named folder)"
+        yield from _walk_dir(target, shown, limits, (*base, note), walk)
+        return
+    if key in walk.files:
+        yield skipped(shown, f"symbolic link to {where}, which is read there")
+        return
+    note = f"a symbolic link to {where} (inside the named folder), followed"
+    yield from _from_path(target, shown, limits, (*base, note), walk)
 
 
 def _strip_compression(name: str) -> str:
@@ -129,24 +208,12 @@ def _is_tar_name(name: str) -> bool:
     return name.lower().endswith(_TAR_SUFFIXES)
 
 
-def _from_file(path: Path, display: str, size: int, depth: int) -> Iterator[Item]:
-    def opener() -> IO[bytes]:
-        return path.open("rb")
-
-    try:
-        with path.open("rb") as stream:
-            magic = stream.read(262)
-    except OSError as error:
-        yield skipped(display, f"cannot be read: {error.strerror or error}", size)
-        return
-    yield from _dispatch(display, path.name, opener, magic, size, depth)
+def _is_tar(magic: bytes) -> bool:
+    return len(magic) >= MAGIC_BYTES and magic[257:262] == b"ustar"
 
 
-def _from_bytes(display: str, name: str, data: bytes, depth: int) -> Iterator[Item]:
-    if not data:
-        yield skipped(display, "empty input", 0)
-        return
-    yield from _dispatch(display, name, lambda: io.BytesIO(data), data[:262], len(data), depth)
+def _is_zip(magic: bytes) -> bool:
+    return magic.startswith((b"PK\x03\x04", b"PK\x05\x06"))
 
 
 def _compression_of(magic: bytes) -> str | None:
@@ -161,157 +228,134 @@ def _compression_of(magic: bytes) -> str | None:
     return None
 
 
-class _Owning(io.RawIOBase):
-    """A decompressing reader that also closes the compressed stream under it."""
-
-    def __init__(self, outer: IO[bytes], inner: IO[bytes]) -> None:
-        super().__init__()
-        self._outer = outer
-        self._inner = inner
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        return self._outer.read(-1 if size is None else size)
-
-    def readinto(self, buffer: Any) -> int:
-        data = self._outer.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        try:
-            self._outer.close()
-        finally:
-            self._inner.close()
-            super().close()
-
-
-def _decompressing(kind: str, raw: IO[bytes]) -> IO[bytes]:
-    outer: IO[bytes]
-    if kind == "gzip":
-        outer = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
-    elif kind == "bzip2":
-        outer = bz2.BZ2File(raw, mode="rb")  # noqa: SIM115 (closed by _Owning)
-    elif kind == "xz":
-        outer = lzma.LZMAFile(raw, mode="rb")  # noqa: SIM115 (closed by _Owning)
-    else:
-        import zstandard  # deferred: only needed for .zst inputs
-
-        outer = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-    return cast(IO[bytes], _Owning(outer, raw))
-
-
-def _is_tar(magic: bytes) -> bool:
-    return len(magic) >= 262 and magic[257:262] == b"ustar"
-
-
-def _dispatch(
-    display: str,
-    name: str,
-    opener: Callable[[], IO[bytes]],
-    magic: bytes,
-    size: int,
-    depth: int,
+def _from_file(
+    path: Path, display: str, size: int, limits: InputLimits, base: tuple[str, ...]
 ) -> Iterator[Item]:
-    """Route one byte source by its content: zip, tar, compressed stream, or a plain input."""
+    try:
+        with path.open("rb") as probe:
+            magic = probe.read(MAGIC_BYTES)
+    except OSError as error:
+        yield skipped(display, f"cannot be read: {error.strerror or error}", size)
+        return
     if magic.startswith(COLLECT_RECORD_MARKERS):
         yield skipped(display, "crashlens collect's record of its own steps (not evidence)", size)
         return
-    if magic.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        yield from _nested(display, size, depth, lambda: _zip_members(display, opener, depth))
+    if not (_is_zip(magic) or _is_tar(magic) or _compression_of(magic)):
+        # A plain file is read as it is, whatever its size: no limit applies to it.
+        notes = Notes(*base)
+        yield Source(display, lambda: path.open("rb"), size, path.name, notes)
         return
-    if _is_tar(magic):
-        yield from _nested(display, size, depth, lambda: _tar_members(display, opener, depth))
+    budget = Budget(limits, stored=size)
+    try:
+        raw = path.open("rb")
+    except OSError as error:
+        yield skipped(display, f"cannot be read: {error.strerror or error}", size)
         return
-    compression = _compression_of(magic)
-    if compression is None:
-        yield Source(path=display, open=opener, size_bytes=size, name=name)
-        return
-    inner_name = _strip_compression(name)
+    with Counting(raw, budget) as counted:
+        stream = cast(IO[bytes], counted)
+        if _is_zip(magic):
+            yield from _zip_file(display, stream, size, budget, Notes(*base))
+        else:
+            yield from _route(display, path.name, stream, size, 0, budget, Notes(*base))
 
-    def open_decompressed() -> IO[bytes]:
-        return _decompressing(compression, opener())
+
+def _zip_file(
+    display: str, stream: IO[bytes], size: int, budget: Budget, notes: Notes
+) -> Iterator[Item]:
+    import zipfile
 
     try:
-        with open_decompressed() as stream:
-            inner_magic = stream.read(262)
-    except (OSError, EOFError, lzma.LZMAError, ValueError) as error:
-        yield skipped(display, f"corrupt {compression} data: {error}", size)
+        archive = zipfile.ZipFile(stream)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        yield skipped(display, f"archive is truncated or corrupt: {error}", size)
         return
-    except Exception as error:  # zstandard raises its own ZstdError
-        yield skipped(display, f"corrupt {compression} data: {error}", size)
+    with archive:
+        yield from zip_members(display, archive, 0, budget, notes, _route)
+
+
+def _problem(notes: Notes) -> str | None:
+    """What went wrong while reading, if anything (not how the input was reached)."""
+    found = notes()
+    return found[-1] if len(found) > len(notes.base) else None
+
+
+def _route(
+    display: str,
+    name: str,
+    stream: IO[bytes],
+    size: int | None,
+    depth: int,
+    budget: Budget,
+    notes: Notes,
+) -> Iterator[Item]:
+    """Route one stream by its content: zip, tar, compressed stream, or a plain input."""
+    limits = budget.limits
+    head, stream = peek(stream, MAGIC_BYTES)
+    if not head:
+        yield skipped(display, _problem(notes) or "empty input", size)
         return
-    if not inner_magic:
-        yield skipped(display, f"empty after {compression} decompression", size)
+    if head.startswith(COLLECT_RECORD_MARKERS):
+        yield skipped(display, "crashlens collect's record of its own steps (not evidence)", size)
         return
-    if _is_tar(inner_magic) or _is_tar_name(name):
-        yield from _nested(
-            display, size, depth, lambda: _tar_members(display, open_decompressed, depth)
+    if _is_zip(head):
+        held = stream
+        yield from nested(
+            display,
+            size,
+            depth,
+            limits,
+            lambda: buffered_zip(display, held, size, depth, budget, notes, _route),
         )
         return
-    yield Source(path=display, open=open_decompressed, size_bytes=size, name=inner_name)
-
-
-def _nested(
-    display: str, size: int, depth: int, members: Callable[[], Iterator[Item]]
-) -> Iterator[Item]:
-    if depth >= MAX_NESTING:
-        yield skipped(display, f"archive nested more than {MAX_NESTING} deep", size)
+    if _is_tar(head):
+        plain = stream
+        yield from nested(
+            display,
+            size,
+            depth,
+            limits,
+            lambda: tar_members(display, plain, depth, budget, notes, _route),
+        )
         return
-    yield from members()
-
-
-def _tar_members(display: str, opener: Callable[[], IO[bytes]], depth: int) -> Iterator[Item]:
-    found = False
-    try:
-        with opener() as raw, tarfile.open(fileobj=raw, mode="r|*") as archive:
-            for member in archive:
-                if not member.isfile():
-                    continue
-                shown = f"{display}!{member.name}"
-                if member.size == 0:
-                    found = True
-                    yield skipped(shown, "empty file", 0)
-                    continue
-                stream = archive.extractfile(member)
-                if stream is None:
-                    continue
-                found = True
-                data = stream.read()
-                base = os.path.basename(member.name)
-                yield from _from_bytes(shown, base, data, depth + 1)
-    except (tarfile.TarError, OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile) as error:
-        yield skipped(display, f"archive is truncated or corrupt: {error}")
+    compression = _compression_of(head)
+    if compression is None:
+        yield _streamed(display, name, stream, size, budget, notes)
         return
-    if not found:
-        yield skipped(display, "archive holds no files")
+    decoded = cast(IO[bytes], Decompressed(stream, compression, budget, notes))
+    inner, decoded = peek(decoded, MAGIC_BYTES)
+    if not inner:
+        reason = _problem(notes) or f"empty after {compression} decompression"
+        yield skipped(display, reason, size)
+        return
+    if _is_tar(inner) or _is_tar_name(name):
+        unpacked = decoded
+        yield from nested(
+            display,
+            size,
+            depth,
+            limits,
+            lambda: tar_members(display, unpacked, depth, budget, notes, _route),
+        )
+        return
+    if _is_zip(inner):
+        held = decoded
+        yield from nested(
+            display,
+            size,
+            depth,
+            limits,
+            lambda: buffered_zip(display, held, size, depth, budget, notes, _route),
+        )
+        return
+    yield _streamed(display, _strip_compression(name), decoded, size, budget, notes)
 
 
-def _zip_members(display: str, opener: Callable[[], IO[bytes]], depth: int) -> Iterator[Item]:
-    with opener() as raw:
-        try:
-            archive = zipfile.ZipFile(raw if raw.seekable() else io.BytesIO(raw.read()))
-        except (zipfile.BadZipFile, OSError, EOFError) as error:
-            yield skipped(display, f"archive is truncated or corrupt: {error}")
-            return
-        with archive:
-            yield from _zip_entries(display, archive, depth)
-
-
-def _zip_entries(display: str, archive: zipfile.ZipFile, depth: int) -> Iterator[Item]:
-    infos = [info for info in archive.infolist() if not info.is_dir()]
-    if not infos:
-        yield skipped(display, "archive holds no files")
-    for info in infos:
-        shown = f"{display}!{info.filename}"
-        try:
-            data = archive.read(info)
-        except (zipfile.BadZipFile, OSError, EOFError, lzma.LZMAError) as error:
-            yield skipped(shown, f"archive member is corrupt: {error}", info.compress_size)
-            continue
-        except RuntimeError as error:  # encrypted member
-            yield skipped(shown, f"archive member cannot be read: {error}")
-            continue
-        yield from _from_bytes(shown, os.path.basename(info.filename), data, depth + 1)
+def _streamed(
+    display: str, name: str, stream: IO[bytes], size: int | None, budget: Budget, notes: Notes
+) -> Source:
+    """A streamed input, cut at the member limit, readable once."""
+    bounded = Bounded(
+        stream, notes, cap=budget.limits.member_bytes, budget=budget, counts="analyzed"
+    )
+    opener = read_once(cast(IO[bytes], bounded))
+    return Source(path=display, open=opener, size_bytes=size, name=name, notes=notes)

@@ -80,24 +80,27 @@ def iter_chunks(
     longer than MAX_LINE_BYTES is cut, so a pathological input never needs more than about
     that much memory.
     """
-    pending = first
+    pending: list[bytes] = [first] if first else []
+    held = len(first)
     while True:
         block = stream.read(chunk_bytes)
         if not block:
             break
-        data = pending + block if pending else block
-        cut = data.rfind(b"\n")
+        cut = block.rfind(b"\n")
         if cut < 0:
-            if len(data) >= MAX_LINE_BYTES:
-                yield data
-                pending = b""
-            else:
-                pending = data
+            # No line end yet: hold the pieces (joined once, not copied on every block).
+            pending.append(block)
+            held += len(block)
+            if held >= MAX_LINE_BYTES:
+                yield b"".join(pending)
+                pending, held = [], 0
             continue
-        yield data[: cut + 1]
-        pending = data[cut + 1 :]
+        pending.append(block[: cut + 1])
+        yield b"".join(pending) if len(pending) > 1 else pending[0]
+        rest = block[cut + 1 :]
+        pending, held = ([rest], len(rest)) if rest else ([], 0)
     if pending:
-        yield pending
+        yield b"".join(pending)
 
 
 def iter_utf16_chunks(stream: IO[bytes], encoding: str, first: bytes = b"") -> Iterator[bytes]:

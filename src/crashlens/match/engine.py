@@ -361,6 +361,7 @@ def _analyze(
         buffer.add(hit)
     if utf16:
         warnings.append(f"decoded as {utf16}")
+    warnings.extend(source.notes())  # how it was read: a link followed, a cut, a damaged stream
     note = "; ".join(warnings) if warnings else None
     status = InputStatus(
         path=source.path,

@@ -1,0 +1,200 @@
+"""The members of a tar or zip archive, streamed one at a time, never extracted or read whole.
+
+Each member is handed to `route` (discovery's dispatcher) as a stream, so a member that is
+itself compressed or an archive is opened the same way a file on disk would be. Link members
+are listed as skipped with the reason, never followed. When the input's budget is spent the
+walk stops and the archive gets one row saying what was not read and why.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+import zipfile
+from collections.abc import Callable, Iterator
+from typing import IO, cast
+
+from crashlens.inputs.limits import ENVIRONMENT, Budget, InputLimits, mib, over_ratio
+from crashlens.inputs.source import Item, skipped
+from crashlens.inputs.streams import Bounded, Notes, read_up_to
+
+Route = Callable[[str, str, IO[bytes], int | None, int, Budget, Notes], Iterator[Item]]
+"""discover's dispatcher: (display, name, stream, size, depth, budget, notes) -> items."""
+
+
+def nested(
+    display: str,
+    size: int | None,
+    depth: int,
+    limits: InputLimits,
+    members: Callable[[], Iterator[Item]],
+) -> Iterator[Item]:
+    """The members of an archive found at `depth`, unless it is nested too deep."""
+    if depth >= limits.nesting:
+        variable = ENVIRONMENT["nesting"][0]
+        yield skipped(display, f"archive nested more than {limits.nesting} deep ({variable})", size)
+        return
+    yield from members()
+
+
+def tar_members(
+    display: str,
+    stream: IO[bytes],
+    depth: int,
+    budget: Budget,
+    archive_notes: Notes,
+    route: Route,
+) -> Iterator[Item]:
+    """Every member of an (already decompressed) tar stream, in order."""
+    found = False
+
+    def explain(error: BaseException) -> str:
+        # A member's stream fails when the archive's stream stopped; the archive knows why.
+        known = budget.exceeded or archive_notes.last()
+        return known or f"the archive is truncated or corrupt ({error})"
+
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as archive:
+            for member in archive:
+                shown = f"{display}!{member.name}"
+                if member.issym() or member.islnk():
+                    found = True
+                    what = "symbolic" if member.issym() else "hard"
+                    reason = f"{what} link member (to {member.linkname}): not followed"
+                    yield skipped(shown, reason, 0)
+                    continue
+                if not member.isfile():
+                    continue
+                found = True
+                if member.size == 0:
+                    yield skipped(shown, "empty file", 0)
+                    continue
+                raw = archive.extractfile(member)
+                if raw is None:
+                    continue
+                notes = Notes(*archive_notes.base)
+                guarded = cast(IO[bytes], Bounded(raw, notes, explain=explain))
+                name = os.path.basename(member.name)
+                with guarded:
+                    yield from route(shown, name, guarded, member.size, depth + 1, budget, notes)
+    except Exception as error:  # tarfile, the decoders and the OS each raise their own
+        problem = budget.exceeded or archive_notes.last()
+        if problem:
+            yield skipped(display, f"rest of the archive not read: {problem}")
+        else:
+            yield skipped(display, f"archive is truncated or corrupt: {error}")
+        return
+    problem = budget.exceeded or archive_notes.last()
+    if problem:
+        yield skipped(display, f"rest of the archive not read: {problem}")
+    elif not found:
+        yield skipped(display, "archive holds no files")
+
+
+def buffered_zip(
+    display: str,
+    stream: IO[bytes],
+    size: int | None,
+    depth: int,
+    budget: Budget,
+    notes: Notes,
+    route: Route,
+) -> Iterator[Item]:
+    """A zip read from a stream: its index is at the end, so it is held in memory, if small."""
+    limit = budget.limits.buffered_zip_bytes
+    data = read_up_to(stream, limit + 1)
+    if len(data) > limit:
+        variable = ENVIRONMENT["buffered_zip_bytes"][0]
+        reason = (
+            f"a zip inside an archive or on stdin is held in memory to reach its index, and "
+            f"this one is over {mib(limit)} ({variable}): not read"
+        )
+        yield skipped(display, reason, size)
+        return
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        why = notes.last() or error
+        yield skipped(display, f"archive is truncated or corrupt: {why}", size)
+        return
+    with archive:
+        yield from zip_members(display, archive, depth, budget, notes, route)
+
+
+def zip_members(
+    display: str,
+    archive: zipfile.ZipFile,
+    depth: int,
+    budget: Budget,
+    archive_notes: Notes,
+    route: Route,
+) -> Iterator[Item]:
+    """Every member of an open zip, each decompressed as it is read."""
+    limits = budget.limits
+    infos = [info for info in archive.infolist() if not info.is_dir()]
+    # Archives inside, and members whose header says they expand past the ratio limit, go
+    # last: a bomb that spends the input's budget never costs the ordinary members their turn.
+    infos.sort(key=lambda info: _suspect(info, limits))
+    if not infos:
+        yield skipped(display, "archive holds no files")
+    for index, info in enumerate(infos):
+        if budget.exceeded:
+            left = len(infos) - index
+            yield skipped(display, f"{left} more members not read: {budget.exceeded}")
+            return
+        shown = f"{display}!{info.filename}"
+        if stat.S_ISLNK(info.external_attr >> 16):
+            yield skipped(shown, "symbolic link member: not followed", 0)
+            continue
+        if info.flag_bits & 0x1:
+            yield skipped(shown, "encrypted member: cannot be read", info.compress_size)
+            continue
+        if info.file_size == 0:
+            yield skipped(shown, "empty file", 0)
+            continue
+        try:
+            member = archive.open(info)
+        except Exception as error:  # unsupported method, bad header: zipfile raises many types
+            reason = f"archive member cannot be read: {error}"
+            yield skipped(shown, reason, info.compress_size)
+            continue
+        notes = Notes(*archive_notes.base)
+        guarded = cast(
+            IO[bytes],
+            Bounded(
+                member,
+                notes,
+                cap=_declared_cap(info, limits),
+                budget=budget,
+                counts="decoded",
+                explain=lambda e: f"archive member is corrupt ({e})",
+                cap_reason=f"it says it expands more than {limits.ratio:g}x: a "
+                f"compression bomb? {ENVIRONMENT['ratio'][0]}",
+            ),
+        )
+        name = os.path.basename(info.filename)
+        with guarded:
+            yield from route(shown, name, guarded, info.compress_size, depth + 1, budget, notes)
+
+
+def _declared_cap(info: zipfile.ZipInfo, limits: InputLimits) -> int | None:
+    """Where to cut a zip member whose header says it expands past the ratio limit.
+
+    zipfile never gives more than the declared size, so the header bounds a member's output;
+    the member's stored bytes are read in big blocks, which hides its ratio while it streams.
+    """
+    if over_ratio(limits, info.file_size, info.compress_size):
+        return limits.ratio_floor_bytes
+    return None
+
+
+_ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".tbz2", ".txz", ".tar.gz", ".tar.bz2", ".tar.xz")
+
+
+def _suspect(info: zipfile.ZipInfo, limits: InputLimits) -> bool:
+    """Whether a zip member may hide a bomb: an archive, or a header claiming a huge ratio."""
+    if info.filename.lower().endswith((*_ARCHIVE_SUFFIXES, ".tar.zst")):
+        return True
+    return info.file_size > limits.ratio * max(info.compress_size, 1)

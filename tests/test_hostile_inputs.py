@@ -1,0 +1,319 @@
+"""Hostile inputs: bombs, endless streams, huge members, damaged compressed data.
+
+Each input is generated here, small on disk. Every one must end as an analyzed input (cut,
+with the reason) or a skipped one (with the reason), never a crash, and the other inputs of
+the same run must still be analyzed. Limits are lowered through the environment so the tests
+stay fast; `bench/hostile_inputs.py` measures the real sizes with the default limits.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from crashlens.inputs.discover import Source, iter_inputs
+from crashlens.inputs.limits import MIB, InputLimits, from_env
+from crashlens.model import InputStatus
+from crashlens.pipeline import analyze
+
+BUS_ERROR = (
+    b"RuntimeError: DataLoader worker (pid 8127) is killed by signal: Bus error. "
+    b"It is possible that dataloader's workers are out of shared memory.\n"
+)
+FILLER = b"".join(b"step %d loss 1.%04d lr 3e-4\n" % (i, (i * 7919) % 10000) for i in range(4000))
+VARIED = b"".join(
+    b"step %d loss %d.%04d\n" % (i, i % 7, (i * 7919) % 10007) for i in range(150_000)
+)
+"""About 3 MiB of lines that never repeat: every compressor's blocks come evenly sized."""
+
+
+@pytest.fixture(autouse=True)
+def _small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1 MiB ratio floor: a bomb is recognised after 1 MiB instead of 32."""
+    monkeypatch.setenv("CRASHLENS_RATIO_FLOOR_MB", "1")
+
+
+def _statuses(paths: list[str]) -> dict[str, InputStatus]:
+    return {item.path: item for item in analyze(paths).inputs}
+
+
+def _gzip_stream(block: bytes, count: int) -> bytes:
+    """`block` repeated `count` times, gzipped without holding the whole in memory."""
+    encoder = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [encoder.compress(block) for _ in range(count)]
+    return b"".join([*parts, encoder.flush()])
+
+
+def _zip_bytes(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _zip_of_zeros(size: int) -> bytes:
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("zeros.log", "w", force_zip64=True) as member,
+    ):
+        for _ in range(size // MIB):
+            member.write(bytes(MIB))
+    return buffer.getvalue()
+
+
+def test_a_gzip_bomb_is_cut_with_the_reason_and_the_other_inputs_are_analyzed(
+    tmp_path: Path,
+) -> None:
+    bomb = tmp_path / "bomb.log.gz"
+    bomb.write_bytes(_gzip_stream(bytes(MIB), 64))  # 64 MiB of NULs in 64 KiB
+    good = tmp_path / "train.log"
+    good.write_bytes(BUS_ERROR)
+    statuses = _statuses([str(bomb), str(good)])
+    assert statuses[str(good)].status == "analyzed"
+    cut = statuses[str(bomb)]
+    assert cut.status == "analyzed"
+    assert "expands more than 200x" in (cut.reason or "")
+    assert "CRASHLENS_MAX_RATIO" in (cut.reason or "")
+
+
+def test_a_zip_member_that_says_it_is_a_bomb_is_cut_and_its_siblings_are_read(
+    tmp_path: Path,
+) -> None:
+    archive = tmp_path / "job.zip"
+    outer = io.BytesIO()
+    with zipfile.ZipFile(outer, "w", zipfile.ZIP_DEFLATED) as handle:
+        handle.writestr("huge.log", bytes(48 * MIB))
+        handle.writestr("train.log", BUS_ERROR)
+    archive.write_bytes(outer.getvalue())
+    assert archive.stat().st_size < 200 * 1024
+    report = analyze([str(archive)])
+    statuses = {item.path: item for item in report.inputs}
+    huge = statuses[f"{archive}!huge.log"]
+    assert huge.status == "analyzed"
+    assert "it says it expands more than 200x" in (huge.reason or "")
+    assert statuses[f"{archive}!train.log"].status == "analyzed"
+    assert report.verdict == "shm"
+
+
+def test_a_nested_zip_bomb_stops_after_one_bomb_and_reads_the_ordinary_members(
+    tmp_path: Path,
+) -> None:
+    part = _zip_of_zeros(32 * MIB)
+    archive = tmp_path / "nested.zip"
+    members = {f"part-{i}.zip": part for i in range(8)}
+    members["logs/train.log"] = BUS_ERROR
+    archive.write_bytes(_zip_bytes(members))
+    report = analyze([str(archive)])
+    statuses = {item.path: item for item in report.inputs}
+    assert statuses[f"{archive}!logs/train.log"].status == "analyzed"
+    assert report.verdict == "shm"
+    rest = statuses[str(archive)]
+    assert rest.status == "skipped"
+    assert "more members not read" in (rest.reason or "")
+    assert "expands more than 200x" in (rest.reason or "")
+    read = [path for path in statuses if path.endswith("zeros.log")]
+    assert len(read) == 1  # one bomb spent the input's budget; the other seven were not opened
+
+
+def test_archives_nested_too_deep_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    data = _zip_bytes({"train.log": BUS_ERROR})
+    for level in range(4):
+        data = _zip_bytes({f"level-{level}.zip": data})
+    archive = tmp_path / "deep.zip"
+    archive.write_bytes(data)
+    reasons = [item.reason or "" for item in analyze([str(archive)]).inputs]
+    assert any("nested more than 3 deep" in reason for reason in reasons)
+
+
+def test_a_member_over_the_member_limit_is_cut_and_keeps_its_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRASHLENS_MAX_MEMBER_MB", "1")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as handle:
+        for name, data in (("big.log", BUS_ERROR + FILLER * 40), ("small.log", FILLER)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            handle.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "job.tar.gz"
+    archive.write_bytes(buffer.getvalue())
+    report = analyze([str(archive)])
+    statuses = {item.path: item for item in report.inputs}
+    big = statuses[f"{archive}!big.log"]
+    assert big.status == "analyzed"
+    assert "cut after 1 MiB (CRASHLENS_MAX_MEMBER_MB)" in (big.reason or "")
+    assert statuses[f"{archive}!small.log"].status == "analyzed"
+    assert statuses[f"{archive}!small.log"].reason is None
+    assert report.verdict == "shm"
+
+
+class _Endless(io.RawIOBase):
+    """What `yes` writes into a pipe: a line, forever. Counts what was taken from it."""
+
+    def __init__(self, line: bytes) -> None:
+        super().__init__()
+        self._block = line * (65536 // len(line))
+        self.taken = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        count = min(len(buffer), len(self._block))
+        buffer[:count] = self._block[:count]
+        self.taken += count
+        return count
+
+
+def test_an_endless_stdin_is_read_in_chunks_and_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRASHLENS_MAX_STDIN_MB", "4")
+    endless = _Endless(b"y\n")
+    stdin = io.BufferedReader(endless)
+    report = analyze(["-"], stdin=stdin)
+    (status,) = report.inputs
+    assert status.status == "analyzed"
+    assert "cut after 4 MiB (CRASHLENS_MAX_STDIN_MB)" in (status.reason or "")
+    assert endless.taken < 6 * MIB  # streamed: never read far past the limit
+
+
+def test_stdin_is_streamed_not_read_whole() -> None:
+    endless = _Endless(BUS_ERROR)
+    items = iter_inputs(["-"], io.BufferedReader(endless))
+    first = next(items)
+    assert isinstance(first, Source)
+    assert endless.taken < MIB  # discovery looked at the head only
+
+
+COMPRESSORS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": gzip.compress,
+    "bzip2": bz2.compress,
+    "xz": lzma.compress,
+    "zstd": lambda data: zstandard.ZstdCompressor(write_checksum=True).compress(data),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(COMPRESSORS))
+def test_a_truncated_compressed_log_keeps_what_decoded_before_the_cut(
+    tmp_path: Path, kind: str
+) -> None:
+    data = COMPRESSORS[kind](BUS_ERROR + VARIED)
+    path = tmp_path / "train.log.cut"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    report = analyze([str(path)])
+    (status,) = report.inputs
+    assert status.status == "analyzed"
+    assert "truncated" in (status.reason or "")
+    assert "what decoded before the cut was read" in (status.reason or "")
+    assert report.verdict == "shm"
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_a_corrupt_compressed_log_keeps_what_decoded_before_the_damage(
+    tmp_path: Path, kind: str
+) -> None:
+    data = bytearray(COMPRESSORS[kind](BUS_ERROR + VARIED))
+    for offset in range(len(data) * 3 // 4, len(data) * 3 // 4 + 64):
+        data[offset] ^= 0x5A
+    path = tmp_path / "train.log.damaged"
+    path.write_bytes(bytes(data))
+    report = analyze([str(path)])
+    (status,) = report.inputs
+    assert status.status == "analyzed"
+    assert "corrupt" in (status.reason or "")
+    assert report.verdict == "shm"
+
+
+def test_concatenated_gzip_members_are_all_read(tmp_path: Path) -> None:
+    path = tmp_path / "rotated.log.gz"
+    path.write_bytes(gzip.compress(FILLER) + gzip.compress(BUS_ERROR))
+    report = analyze([str(path)])
+    assert report.inputs[0].reason is None
+    assert report.verdict == "shm"
+
+
+def test_a_zip_inside_a_tarball_is_read_and_one_too_big_to_hold_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRASHLENS_MAX_NESTED_ZIP_MB", "1")
+    small = _zip_bytes({"train.log": BUS_ERROR})
+    large = _zip_bytes({"noise.log": os.urandom(2 * MIB)}, zipfile.ZIP_STORED)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as handle:
+        for name, data in (("small.zip", small), ("large.zip", large)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            handle.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "job.tgz"
+    archive.write_bytes(buffer.getvalue())
+    report = analyze([str(archive)])
+    statuses = {item.path: item for item in report.inputs}
+    assert statuses[f"{archive}!small.zip!train.log"].status == "analyzed"
+    skipped = statuses[f"{archive}!large.zip"]
+    assert skipped.status == "skipped"
+    assert "CRASHLENS_MAX_NESTED_ZIP_MB" in (skipped.reason or "")
+    assert report.verdict == "shm"
+
+
+def test_limits_come_from_the_environment_and_bad_values_keep_the_defaults() -> None:
+    limits = from_env({"CRASHLENS_MAX_MEMBER_MB": "2", "CRASHLENS_MAX_RATIO": "50"})
+    assert limits.member_bytes == 2 * MIB
+    assert limits.ratio == 50
+    assert from_env({"CRASHLENS_MAX_MEMBER_MB": "lots", "CRASHLENS_MAX_RATIO": "-1"}) == (
+        InputLimits()
+    )
+    assert from_env({"CRASHLENS_MAX_RATIO": "nan"}) == InputLimits()
+
+
+_UNDER_LIMIT = """
+import resource, sys
+limit = int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+from crashlens.pipeline import analyze
+report = analyze([sys.argv[1]])
+print(report.inputs[0].status, report.inputs[0].reason)
+"""
+
+
+def _tar_gz_of_one_member(name: str, block: bytes, count: int) -> bytes:
+    """A tar.gz whose one member is `block` repeated `count` times, built as a stream."""
+    info = tarfile.TarInfo(name)
+    info.size = len(block) * count
+    encoder = zlib.compressobj(1, zlib.DEFLATED, 31)
+    parts = [encoder.compress(info.tobuf(format=tarfile.GNU_FORMAT))]
+    parts.extend(encoder.compress(block) for _ in range(count))
+    padding = -info.size % tarfile.BLOCKSIZE
+    parts.append(encoder.compress(bytes(padding + 2 * tarfile.BLOCKSIZE)))
+    parts.append(encoder.flush())
+    return b"".join(parts)
+
+
+def test_a_member_bigger_than_the_memory_limit_is_streamed(tmp_path: Path) -> None:
+    """A 448 MiB member under a 400 MiB address-space limit: read whole, it could not fit."""
+    archive = tmp_path / "job.tar.gz"
+    archive.write_bytes(_tar_gz_of_one_member("train.log", FILLER, 448 * MIB // len(FILLER)))
+    env = {**os.environ, "CRASHLENS_MAX_RATIO": "100000"}  # read it all, whatever its ratio
+    done = subprocess.run(
+        [sys.executable, "-c", _UNDER_LIMIT, str(archive), str(400 * MIB)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("analyzed None")
