@@ -203,3 +203,98 @@ def test_source_is_lazy() -> None:
     items = iter_inputs(["-"], io.BytesIO(b"abc\n"))
     first = next(items)
     assert isinstance(first, Source)
+
+
+def test_links_inside_a_named_folder_are_followed_and_links_out_of_it_are_not(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(b"password=hunter2\n")
+    logs = tmp_path / "logs"
+    (logs / ".runs" / "r1").mkdir(parents=True)
+    (logs / ".runs" / "r1" / "train.log").write_bytes(BUS_ERROR)
+    (logs / "node0").mkdir()
+    (logs / "node0" / "dmesg.txt").write_bytes(b"[ 1.0] hello\n")
+    (logs / "train.log").symlink_to(logs / ".runs" / "r1" / "train.log")
+    (logs / "again.txt").symlink_to("node0/dmesg.txt")
+    (logs / "latest").symlink_to("node0")
+    (logs / "leak.txt").symlink_to(outside / "secret.txt")
+    (logs / "elsewhere").symlink_to(outside)
+    (logs / "gone.log").symlink_to(logs / "missing.log")
+    (logs / "loop").symlink_to(logs / "loop")
+    report = analyze([str(logs)])
+    statuses = {item.path: item for item in report.inputs}
+    followed = statuses[str(logs / "train.log")]
+    assert followed.status == "analyzed"
+    assert "symbolic link to" in (followed.reason or "") and "followed" in (followed.reason or "")
+    assert statuses[str(logs / "node0" / "dmesg.txt")].reason is None
+    for name in ("again.txt", "latest"):
+        assert "which is read there" in (statuses[str(logs / name)].reason or "")
+    for name in ("leak.txt", "elsewhere"):
+        assert statuses[str(logs / name)].status == "skipped"
+        assert "outside the named folder" in (statuses[str(logs / name)].reason or "")
+    for name in ("gone.log", "loop"):
+        assert "broken symbolic link" in (statuses[str(logs / name)].reason or "")
+    assert not any("secret" in item.path for item in report.inputs)
+    assert report.verdict == "shm"
+    # The folder's own files come first; links after them, in name order.
+    paths = [item.path for item in report.inputs]
+    assert paths.index(str(logs / "node0" / "dmesg.txt")) < paths.index(str(logs / "again.txt"))
+
+
+def test_a_folder_link_inside_the_folder_is_walked_with_a_note(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    (logs / ".attempt-2").mkdir(parents=True)
+    (logs / ".attempt-2" / "train.log").write_bytes(BUS_ERROR)
+    (logs / "current").symlink_to(".attempt-2")
+    report = analyze([str(logs)])
+    (status,) = report.inputs
+    assert status.path == str(logs / "current" / "train.log")
+    assert "read through the symbolic link" in (status.reason or "")
+    assert report.verdict == "shm"
+
+
+def test_a_link_named_on_the_command_line_is_followed_and_says_so(tmp_path: Path) -> None:
+    real = tmp_path / "elsewhere" / "train.log"
+    real.parent.mkdir()
+    real.write_bytes(BUS_ERROR)
+    link = tmp_path / "named.log"
+    link.symlink_to(real)
+    (status,) = analyze([str(link)]).inputs
+    assert status.status == "analyzed"
+    assert "symbolic link named on the command line, followed" in (status.reason or "")
+
+
+def test_link_members_of_archives_are_listed_as_skipped(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as handle:
+        info = tarfile.TarInfo("logs/train.log")
+        info.size = len(BUS_ERROR)
+        handle.addfile(info, io.BytesIO(BUS_ERROR))
+        for name, kind, target in (
+            ("logs/passwd", tarfile.SYMTYPE, "/etc/passwd"),
+            ("logs/hard.log", tarfile.LNKTYPE, "logs/train.log"),
+        ):
+            link = tarfile.TarInfo(name)
+            link.type = kind
+            link.linkname = target
+            handle.addfile(link)
+    archive = tmp_path / "job.tar.gz"
+    archive.write_bytes(buffer.getvalue())
+    zipped = tmp_path / "job.zip"
+    with zipfile.ZipFile(zipped, "w") as handle:
+        handle.writestr("train.log", BUS_ERROR)
+        entry = zipfile.ZipInfo("passwd")
+        entry.external_attr = (0o120777 << 16) | 0x20
+        handle.writestr(entry, "/etc/passwd")
+    statuses = _statuses([str(archive), str(zipped)])
+    symlink = statuses[f"{archive}!logs/passwd"]
+    assert symlink.status == "skipped"
+    assert symlink.reason == "symbolic link member (to /etc/passwd): not followed"
+    assert statuses[f"{archive}!logs/hard.log"].reason == (
+        "hard link member (to logs/train.log): not followed"
+    )
+    assert statuses[f"{zipped}!passwd"].reason == "symbolic link member: not followed"
+    assert statuses[f"{archive}!logs/train.log"].status == "analyzed"
+    assert statuses[f"{zipped}!train.log"].status == "analyzed"
