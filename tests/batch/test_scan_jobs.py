@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
-from scan_helpers import healthy_job, tar_job, write
+from scan_helpers import healthy_job, oom_job, tar_job, write
 
+from crashlens.batch.job import analyze_job
 from crashlens.batch.jobs import discover_jobs, glob_matches
 
 
@@ -112,3 +114,76 @@ def test_signature_changes_with_size_or_mtime(tmp_path: Path) -> None:
     os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     (after,) = discover_jobs(tmp_path)
     assert after.signature != before.signature
+
+
+def _secret_outside(tmp_path: Path) -> Path:
+    secret = tmp_path / "home" / "id_rsa"
+    write(secret, "-----BEGIN OPENSSH PRIVATE KEY----- planted-secret-line\n")
+    return secret
+
+
+def test_scan_never_follows_a_link_out_of_its_root(tmp_path: Path) -> None:
+    secret = _secret_outside(tmp_path)
+    root = tmp_path / "archive"
+    job = oom_job(root / "job-1")
+    (job / "leak.log").symlink_to(secret)
+    (job / "home").symlink_to(secret.parent)
+    (job / "gone.log").symlink_to(job / "missing.log")
+    (job / "same.log").symlink_to(job / "launcher.log")  # inside the root: read
+    (spec,) = discover_jobs(root)
+    assert sorted(Path(p).name for p in spec.inputs) == ["launcher.log", "same.log"]
+    assert dict(spec.skipped) == {
+        "job-1/gone.log": "broken symbolic link: not read",
+        "job-1/home": "symbolic link to a path outside the scanned root: not read",
+        "job-1/leak.log": "symbolic link to a path outside the scanned root: not read",
+    }
+    row = analyze_job(spec, str(root))
+    assert row.verdict == "gpu_oom"
+    assert "job-1/leak.log: symbolic link to a path outside the scanned root: not read" in (
+        row.skipped
+    )
+    assert "planted-secret-line" not in json.dumps(row.to_dict())
+
+
+def test_a_folder_of_links_out_of_the_root_is_a_row_with_the_reason(tmp_path: Path) -> None:
+    secret = _secret_outside(tmp_path)
+    root = tmp_path / "archive"
+    healthy_job(root / "job-1")
+    (root / "job-2").mkdir()
+    (root / "job-2" / "launcher.log").symlink_to(secret)
+    (root / "job-3.tar.gz").symlink_to(secret)
+    specs = {spec.rel: spec for spec in discover_jobs(root)}
+    assert set(specs) == {"job-1", "job-2", "."}
+    for rel in ("job-2", "."):
+        assert specs[rel].kind == "unreadable"
+        assert specs[rel].inputs == ()
+        assert "outside the scanned root" in (specs[rel].reason or "")
+    row = analyze_job(specs["job-2"], str(root))
+    assert row.reason is not None and "outside the scanned root" in row.reason
+    assert row.skipped == ["job-2/launcher.log: " + specs["job-2"].skipped[0][1]]
+
+
+def test_job_glob_jobs_never_follow_a_link_out_of_the_root(tmp_path: Path) -> None:
+    secret = _secret_outside(tmp_path)
+    root = tmp_path / "archive"
+    healthy_job(root / "cluster" / "job-1")
+    (root / "cluster" / "job-1" / "node-0").mkdir()
+    (root / "cluster" / "job-1" / "node-0" / "dmesg.txt").symlink_to(secret)
+    (root / "cluster" / "job-2.log").symlink_to(secret)
+    specs = {spec.rel: spec for spec in discover_jobs(root, "cluster/*")}
+    assert [Path(p).name for p in specs["cluster/job-1"].inputs] == ["launcher.log"]
+    assert specs["cluster/job-1"].skipped == (
+        (
+            "cluster/job-1/node-0/dmesg.txt",
+            "symbolic link to a path outside the scanned root: not read",
+        ),
+    )
+    assert specs["cluster/job-2.log"].kind == "unreadable"
+    assert specs["cluster/job-2.log"].inputs == ()
+
+
+def test_a_link_inside_the_root_to_a_folder_is_not_a_second_job(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    healthy_job(root / "job-1")
+    (root / "latest").symlink_to(root / "job-1")
+    assert _jobs(root) == {"job-1": "folder"}

@@ -31,6 +31,7 @@ def analyze_job(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
     row = JobRow.for_job(job)
     if job.reason is not None or not job.inputs:
         row.reason = job.reason or "no files"
+        row.skipped = [f"{path}: {why}" for path, why in job.skipped][:MAX_SKIPPED_LISTED]
     else:
         try:
             _analyze_into(row, job, root, backend)
@@ -51,7 +52,9 @@ def _analyze_into(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
         return path[len(prefix) :] if path.startswith(prefix) else path
 
     skipped = [a.status for a in analyses if a.status.status is InputState.SKIPPED]
-    row.skipped = [f"{shown(s.path)}: {s.reason}" for s in skipped[:MAX_SKIPPED_LISTED]]
+    not_read = [f"{path}: {reason}" for path, reason in job.skipped]  # links out of the root
+    listed = not_read + [f"{shown(s.path)}: {s.reason}" for s in skipped]
+    row.skipped = listed[:MAX_SKIPPED_LISTED]
     if len(skipped) == len(analyses):
         reasons = "; ".join(row.skipped[:3]) or "no input"
         row.reason = f"nothing could be analyzed ({reasons})"

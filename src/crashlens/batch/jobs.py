@@ -7,6 +7,12 @@ job by itself. `--job-glob` replaces the rule: each path under the root that mat
 job, a folder with everything under it. Hidden entries and the scan's own output folder are
 skipped; folder symlinks are not followed (no cycles). A folder that cannot be listed becomes
 an `unreadable` job, so it shows up as a row with a reason instead of stopping the walk.
+
+A scan never leaves its root: a symbolic link whose target lies outside the root (a file or a
+folder), or that is broken, is not read; it is listed in its job's `skipped` with the reason,
+which the job's row shows. (A scan often runs over folders other people can write to: a link
+there must not put a file of the scanning account into the scan's output.) A link to a file
+inside the root is read like the file.
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ class JobSpec:
     files: tuple[FileStat, ...]
     reason: str | None = None
     """Why the job cannot be analyzed (set for `unreadable` jobs)."""
+    skipped: tuple[tuple[str, str], ...] = ()
+    """(path relative to the root, reason) of the job's entries not read: symbolic links that
+    lead out of the root or nowhere."""
 
     @property
     def size(self) -> int:
@@ -75,6 +84,8 @@ class JobSpec:
             digest.update(f"\0{item.name}\0{item.size}\0{item.mtime_ns}".encode())
         if self.reason:
             digest.update(b"\0!" + self.reason.encode())
+        for path, reason in self.skipped:
+            digest.update(f"\0?{path}\0{reason}".encode())
         return digest.hexdigest()
 
 
@@ -93,12 +104,13 @@ def discover_jobs(
     root = Path(os.path.abspath(root))
     skip = os.path.abspath(exclude) if exclude is not None else None
     if root.is_file():
-        yield _file_job(root, root.name, root.parent)
+        yield _file_job(root, root.name, root.parent)  # named by the user: followed if a link
         return
+    walk = _Walk(root=root, top=os.path.realpath(root), skip=skip)
     if job_glob:
-        yield from _glob_jobs(root, _segments(job_glob), skip)
+        yield from _glob_jobs(walk, _segments(job_glob))
     else:
-        yield from _default_jobs(root, skip)
+        yield from _default_jobs(walk)
 
 
 def _rel(path: str, root: Path) -> str:
@@ -106,24 +118,64 @@ def _rel(path: str, root: Path) -> str:
     return "." if rel == "." else rel.replace(os.sep, "/")
 
 
-def _listing(folder: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
-    """(sub-folders, regular files) of one folder, sorted by name, hidden entries left out."""
-    folders: list[os.DirEntry[str]] = []
-    files: list[os.DirEntry[str]] = []
+OUTSIDE_ROOT = "symbolic link to a path outside the scanned root: not read"
+BROKEN_LINK = "broken symbolic link: not read"
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """The root being scanned: as named, where it really is, and the folder never walked."""
+
+    root: Path
+    top: str
+    """The root's real path: no link is followed to a target outside it."""
+    skip: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """One folder's entries, sorted by name, hidden ones left out."""
+
+    folders: list[os.DirEntry[str]]
+    files: list[os.DirEntry[str]]
+    skipped: list[tuple[str, str]]
+    """(full path, reason) of the links not followed."""
+
+
+def _escapes(path: str, top: str) -> str | None:
+    """Why a symbolic link may not be read, or None when its target lies inside `top`."""
+    target = os.path.realpath(path)
+    if not os.path.exists(target):
+        return BROKEN_LINK
+    rel = os.path.relpath(target, top)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        return OUTSIDE_ROOT
+    return None
+
+
+def _listing(folder: str, top: str) -> _Listing:
+    """(sub-folders, regular files, links not followed) of one folder."""
+    listing = _Listing([], [], [])
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.name.startswith("."):
                 continue
             try:
+                if entry.is_symlink():
+                    why = _escapes(entry.path, top)
+                    if why is not None:
+                        listing.skipped.append((entry.path, why))
+                        continue
                 if entry.is_dir(follow_symlinks=False):
-                    folders.append(entry)
+                    listing.folders.append(entry)
                 elif entry.is_file(follow_symlinks=True):
-                    files.append(entry)
+                    listing.files.append(entry)
             except OSError:
                 continue
-    folders.sort(key=lambda e: e.name)
-    files.sort(key=lambda e: e.name)
-    return folders, files
+    listing.folders.sort(key=lambda e: e.name)
+    listing.files.sort(key=lambda e: e.name)
+    listing.skipped.sort()
+    return listing
 
 
 def _stat(entry: os.DirEntry[str], name: str) -> FileStat | None:
@@ -152,33 +204,46 @@ def _file_job(path: Path, name: str, root: Path) -> JobSpec:
     return JobSpec(rel=_rel(str(path), root), kind=kind, inputs=(str(path),), files=files)
 
 
-def _default_jobs(root: Path, skip: str | None) -> Iterator[JobSpec]:
+def _default_jobs(walk: _Walk) -> Iterator[JobSpec]:
+    root = walk.root
     stack = [str(root)]
     while stack:
         folder = stack.pop()
         try:
-            folders, files = _listing(folder)
+            listing = _listing(folder, walk.top)
         except OSError as error:
             yield _unreadable(folder, root, error)
             continue
         logs: list[tuple[str, FileStat]] = []
         archives: list[tuple[str, FileStat]] = []
-        for entry in files:
+        for entry in listing.files:
             item = _stat(entry, entry.name)
             if item is None:
                 continue
             (archives if is_archive_name(entry.name) else logs).append((entry.path, item))
+        skipped = tuple((_rel(path, root), why) for path, why in listing.skipped)
         if logs:
             yield JobSpec(
                 rel=_rel(folder, root),
                 kind="folder",
                 inputs=tuple(path for path, _ in logs),
                 files=tuple(item for _, item in logs),
+                skipped=skipped,
             )
+        elif skipped:
+            yield _nothing_readable(_rel(folder, root), skipped)
         for path, item in archives:
             yield JobSpec(rel=_rel(path, root), kind="archive", inputs=(path,), files=(item,))
         # Reversed onto the stack, so sub-folders come out in name order (depth first).
-        stack.extend(e.path for e in reversed(folders) if e.path != skip)
+        stack.extend(e.path for e in reversed(listing.folders) if e.path != walk.skip)
+
+
+def _nothing_readable(rel: str, skipped: tuple[tuple[str, str], ...]) -> JobSpec:
+    """A job whose every entry is a link that may not be read: a row that says so."""
+    names = ", ".join(path for path, _ in skipped[:3])
+    more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    reason = f"nothing to read: {skipped[0][1]} ({names}{more})"
+    return JobSpec(rel, "unreadable", (), (), reason, skipped)
 
 
 def _segments(glob: str) -> tuple[str, ...]:
@@ -195,30 +260,37 @@ def glob_matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
     return bool(parts) and fnmatchcase(parts[0], head) and glob_matches(parts[1:], rest)
 
 
-def _glob_jobs(root: Path, pattern: tuple[str, ...], skip: str | None) -> Iterator[JobSpec]:
+def _glob_jobs(walk: _Walk, pattern: tuple[str, ...]) -> Iterator[JobSpec]:
+    root = walk.root
     max_depth = None if "**" in pattern else len(pattern)
     stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
     while stack:
         folder, parts = stack.pop()
         try:
-            folders, files = _listing(folder)
+            listing = _listing(folder, walk.top)
         except OSError as error:
             yield _unreadable(folder, root, error)
             continue
         found: list[tuple[str, JobSpec | tuple[str, tuple[str, ...]]]] = []
-        for entry in folders:
-            if entry.path == skip:
+        for entry in listing.folders:
+            if entry.path == walk.skip:
                 continue
             sub = (*parts, entry.name)
             if glob_matches(sub, pattern):
-                found.append((entry.name, _folder_job(entry.path, root)))
+                found.append((entry.name, _folder_job(entry.path, walk)))
             elif max_depth is None or len(sub) < max_depth:
                 found.append((entry.name, (entry.path, sub)))
         found.extend(
             (entry.name, _file_job(Path(entry.path), entry.name, root))
-            for entry in files
+            for entry in listing.files
             if glob_matches((*parts, entry.name), pattern)
         )
+        for path, why in listing.skipped:
+            name = os.path.basename(path)
+            if glob_matches((*parts, name), pattern):
+                found.append(
+                    (name, _nothing_readable(_rel(path, root), ((_rel(path, root), why),)))
+                )
         found.sort(key=lambda item: item[0])
         descend: list[tuple[str, tuple[str, ...]]] = []
         for _name, item in found:
@@ -229,23 +301,34 @@ def _glob_jobs(root: Path, pattern: tuple[str, ...], skip: str | None) -> Iterat
         stack.extend(reversed(descend))
 
 
-def _folder_job(folder: str, root: Path) -> JobSpec:
+def _folder_job(folder: str, walk: _Walk) -> JobSpec:
     """A folder matched by --job-glob: every file under it, recursively."""
+    root = walk.root
     inputs: list[str] = []
     files: list[FileStat] = []
+    skipped: list[tuple[str, str]] = []
     stack = [folder]
     while stack:
         current = stack.pop()
         try:
-            folders, entries = _listing(current)
+            listing = _listing(current, walk.top)
         except OSError as error:
             return _unreadable(current, root, error)
-        for entry in entries:
+        for entry in listing.files:
             item = _stat(entry, os.path.relpath(entry.path, folder).replace(os.sep, "/"))
             if item is not None:
                 inputs.append(entry.path)
                 files.append(item)
-        stack.extend(e.path for e in reversed(folders))
+        skipped.extend((_rel(path, root), why) for path, why in listing.skipped)
+        stack.extend(e.path for e in reversed(listing.folders))
     if not files:
+        if skipped:
+            return _nothing_readable(_rel(folder, root), tuple(skipped))
         return JobSpec(_rel(folder, root), "unreadable", (), (), "folder holds no files")
-    return JobSpec(rel=_rel(folder, root), kind="folder", inputs=tuple(inputs), files=tuple(files))
+    return JobSpec(
+        rel=_rel(folder, root),
+        kind="folder",
+        inputs=tuple(inputs),
+        files=tuple(files),
+        skipped=tuple(skipped),
+    )
