@@ -310,7 +310,11 @@ def train(
     target = output or shipped_model_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(model.to_json(), encoding="utf-8")
-    typer.echo(f"wrote {target} ({len(model.weights)} features, temperature {model.temperature})")
+    fitted = model.calibration
+    typer.echo(
+        f"wrote {target} ({len(model.weights)} features, temperature {fitted.temperature}, "
+        f"thin evidence {fitted.thin_temperature}, verdict threshold {fitted.threshold})"
+    )
 
 
 @app.command()

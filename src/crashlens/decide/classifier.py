@@ -81,11 +81,6 @@ class Model:
                 logits[index] += weight * value
         return _softmax(dict(zip(self.classes, logits, strict=True)), 1.0)
 
-    @property
-    def temperature(self) -> float:
-        """The direct-evidence temperature (what `crashlens train` reports)."""
-        return self.calibration.temperature
-
     def support(self, names: Iterable[str], label: str) -> float:
         """How much the features `names` push towards `label` (sum of their weights)."""
         if label not in self.classes:

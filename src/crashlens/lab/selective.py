@@ -21,10 +21,12 @@ from crashlens.model import Verdict
 THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 """The thresholds tried: never under 0.5, so a cause shown at or above the threshold is the
 likeliest one (and never sits under an `unknown` verdict)."""
-WRONG_COST = 2.0
+WRONG_COST = 3.0
 """What a wrong cause costs, in `unknown`s: the reader acts on it (a memory limit raised, a
-hardware ticket filed) and comes back, where an `unknown` costs one round of collecting what
-the report asks for. For calibrated probabilities the best threshold is then near 2/3."""
+hardware ticket filed, a healthy run's teardown noise chased) and comes back, where an
+`unknown` costs one round of collecting what the report asks for. For calibrated probabilities
+the best threshold is then near 3/4: a cause is named when it is right three times in four.
+At 2 the corpus's healthy runs got a cause four times as often as with the rules alone."""
 
 
 @dataclass(frozen=True, slots=True)
