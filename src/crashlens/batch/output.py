@@ -104,12 +104,36 @@ def write_table(rows: Sequence[JobRow], folder: Path, formats: Sequence[str]) ->
                     .alias("gpu_details")
                 ]
             )
-            flat.write_csv(temporary)
+            inert_csv(flat).write_csv(temporary)
         else:
             raise ValueError(f"unknown table format {name!r}")
         os.replace(temporary, path)
         written.append(path)
     return written
+
+
+FORMULA_STARTS = "=+-@\t\r\uff1d\uff0b\uff0d\uff20"
+"""What makes a spreadsheet run a cell as a formula (OWASP's list, and the full-width forms
+some spreadsheets fold to them). A log line, a host or a file name can start with any."""
+
+
+def inert_csv(data: pl.DataFrame) -> pl.DataFrame:
+    """`data` with every text cell a spreadsheet would run prefixed with `'` (shown, not run).
+
+    Only text columns are touched: numbers stay numbers (a negative value is not a formula)."""
+    import polars as pl
+
+    starts = "^[" + "".join(f"\\x{{{ord(c):x}}}" for c in FORMULA_STARTS) + "]"
+    return data.with_columns(
+        [
+            pl.when(pl.col(name).str.contains(starts))
+            .then(pl.lit("'") + pl.col(name))
+            .otherwise(pl.col(name))
+            .alias(name)
+            for name, dtype in data.schema.items()
+            if dtype == pl.Utf8
+        ]
+    )
 
 
 def _json_list(value: Any) -> str:
