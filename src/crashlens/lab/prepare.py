@@ -10,7 +10,7 @@ calibrated answer for one case, as `crashlens analyze` computes it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from crashlens.decide.classifier import (
@@ -122,15 +122,26 @@ def grouped_folds(prepared: Sequence[Prepared], folds: int = FOLDS) -> list[list
     return [sorted(b) for b in buckets]
 
 
+def ended_well(item: Prepared) -> bool:
+    """Whether the failure detector saw the run finish or be stopped: then `rerank` keeps the
+    rules' `none` and the classifier's numbers are never printed."""
+    return item.decision is not None and item.decision.ended_well
+
+
 def answer(model: Model, item: Prepared, calibration: Calibration | None = None) -> CombinedAnswer:
-    """The combined answer for one prepared case (the model's own calibration by default)."""
-    return final_verdict(
+    """The combined answer for one prepared case, as `crashlens analyze` decides it (the
+    model's own calibration by default)."""
+    combined = final_verdict(
         item.rule_scores,
         item.rules_say_none,
         "failure_seen" in item.features,
         model.probabilities(item.features),
         calibration or model.calibration,
     )
+    if not ended_well(item):
+        return combined
+    ranking = (Verdict.NONE.value, *(c for c in combined.ranking if c != Verdict.NONE))
+    return replace(combined, verdict=Verdict.NONE, ranking=ranking)
 
 
 def held_out(
@@ -155,6 +166,8 @@ def calibrate(pairs: Sequence[tuple[Prepared, Model]]) -> tuple[Calibration, lis
     held-out answers as every threshold sees them."""
     rows, thin, labels = [], [], []
     for item, model in pairs:
+        if ended_well(item):
+            continue  # its verdict is `none` whatever the numbers: they calibrate nothing
         logits = combined_logits(
             item.rule_scores, item.rules_say_none, model.probabilities(item.features)
         )
