@@ -8,10 +8,11 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from crashlens.cli import app
+from crashlens.decide.classifier import shipped_model
 from crashlens.lab.corpus import LABELS, Case, load_cases
 from crashlens.lab.evaluate import evaluate, expected_calibration_error, grep_prediction, score
 from crashlens.lab.fit import best_temperature, best_temperatures
-from crashlens.lab.prepare import Prediction, grouped_folds, prepare
+from crashlens.lab.prepare import Prediction, answer, ended_well, grouped_folds, prepare
 from crashlens.lab.selective import THRESHOLDS, WRONG_COST, Scored, choose_threshold, curve, point
 from crashlens.match.rules import shipped_rules
 from crashlens.model import Verdict
@@ -86,6 +87,15 @@ def test_thin_evidence_is_never_calibrated_sharper_than_direct_evidence() -> Non
     mixed = [{"shm": 2.0, "none": 0.0}] * 10
     flat = best_temperature(mixed, ["shm"] * 6 + ["none"] * 4)
     assert flat > best_temperature(mixed, ["shm"] * 10)
+
+
+def test_a_run_that_ended_well_is_answered_none_as_analyze_does() -> None:
+    case = next(c for c in load_cases(CORPUS) if "scancel-mid-training" in c.case_id)
+    item = prepare(case, shipped_rules())
+    model = shipped_model()
+    assert model is not None and ended_well(item)
+    decided = answer(model, item)
+    assert decided.verdict is Verdict.NONE and decided.ranking[0] == "none"
 
 
 def test_grep_baseline() -> None:
