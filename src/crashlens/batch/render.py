@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crashlens.batch.row import JobRow
+from crashlens.render.inert import md_cell, md_cell_code, md_code, rich_text, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,7 +73,7 @@ def render_terminal(summary: dict[str, Any], console: Console) -> None:
         table.add_column("verdict")
         table.add_column("jobs", justify="right")
         for verdict, count in verdicts.items():
-            table.add_row(verdict, f"{count:,}")
+            table.add_row(rich_text(verdict), f"{count:,}")
         console.print(table)
     top = summary["fingerprints"]["top"][:SHOWN_FINGERPRINTS]
     if top:
@@ -89,10 +90,10 @@ def render_terminal(summary: dict[str, Any], console: Console) -> None:
             seen = f"{_date(item['first_seen'])} → {_date(item['last_seen'])}"
             table.add_row(
                 f"{item['count']:,}",
-                item["verdict"],
-                seen,
-                f"{_short(item['signature'])}\n[dim]{item['fingerprint']}  e.g. "
-                f"{', '.join(item['examples'][:2])}[/dim]",
+                rich_text(item["verdict"]),
+                rich_text(seen),
+                f"{rich_text(_short(item['signature']))}\n[dim]{rich_text(item['fingerprint'])}"
+                f"  e.g. {rich_text(', '.join(item['examples'][:2]))}[/dim]",
             )
         console.print(table)
     for kind, title in (("hosts", "Hosts to drain"), ("gpus", "GPUs to drain")):
@@ -109,10 +110,10 @@ def render_terminal(summary: dict[str, Any], console: Console) -> None:
         for item in items:
             table.add_row(
                 str(item["jobs"]),
-                item["id"],
-                _day(item["last_seen"]),
-                ", ".join(f"{k} {v}" for k, v in item["verdicts"].items()),
-                ", ".join(item["examples"][:2]),
+                rich_text(item["id"]),
+                rich_text(_day(item["last_seen"])),
+                rich_text(", ".join(f"{k} {v}" for k, v in item["verdicts"].items())),
+                rich_text(", ".join(item["examples"][:2])),
             )
         console.print(table)
     if not summary["hotspots"]["hosts"] and not summary["hotspots"]["gpus"]:
@@ -123,28 +124,29 @@ def render_terminal(summary: dict[str, Any], console: Console) -> None:
         console.print(f"[bold]Failures per {summary['timeline']['unit']}[/bold]")
         for bucket in buckets[-SHOWN_PERIODS:]:
             bar = "█" * max(1, round(30 * bucket["failed"] / peak))
-            console.print(f"  {bucket['period']:<16} {bucket['failed']:>6,} {bar}")
+            period = rich_text(f"{bucket['period']:<16}")
+            console.print(f"  {period} {bucket['failed']:>6,} {bar}")
     unreadable = summary["unreadable"]["examples"]
     if unreadable:
         console.print("[bold]Could not be analyzed[/bold] (e.g.)")
         for line in unreadable:
-            console.print(f"  {line}", markup=False, highlight=False)
+            console.print(f"  {visible(line)}", markup=False, highlight=False)
     outputs = summary.get("outputs") or []
     if outputs:
-        console.print("[dim]Written: " + ", ".join(outputs) + "[/dim]")
+        console.print("[dim]Written: " + rich_text(", ".join(outputs)) + "[/dim]")
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md_cell(text)
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
     """The summary as GitHub-flavoured Markdown."""
     lines = ["# crashlens scan", "", headline(summary) + ".", ""]
     if summary.get("root"):
-        lines += [f"Root: `{summary['root']}`", ""]
+        lines += [f"Root: {md_code(summary['root'])}", ""]
     lines += ["## Jobs by verdict", "", "| verdict | jobs |", "|---|---:|"]
-    lines += [f"| {verdict} | {count} |" for verdict, count in summary["by_verdict"].items()]
+    lines += [f"| {_cell(verdict)} | {count} |" for verdict, count in summary["by_verdict"].items()]
     lines += ["", "## Top failures", ""]
     top = summary["fingerprints"]["top"]
     if top:
@@ -154,8 +156,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
         ]
         for item in top:
             lines.append(
-                f"| {item['count']} | {item['verdict']} | {_day(item['first_seen'])} | "
-                f"{_day(item['last_seen'])} | `{item['fingerprint']}` | "
+                f"| {item['count']} | {_cell(item['verdict'])} | "
+                f"{_cell(_day(item['first_seen']))} | "
+                f"{_cell(_day(item['last_seen']))} | {md_cell_code(item['fingerprint'])} | "
                 f"{_cell(_short(item['signature'], 200))} | "
                 f"{_cell(', '.join(item['examples']))} |"
             )
@@ -174,8 +177,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
         for item in items:
             verdicts = ", ".join(f"{k} {v}" for k, v in item["verdicts"].items())
             lines.append(
-                f"| {item['jobs']} | `{item['id']}` | {_day(item['first_seen'])} | "
-                f"{_day(item['last_seen'])} | {verdicts} | {_cell(', '.join(item['examples']))} |"
+                f"| {item['jobs']} | {md_cell_code(item['id'])} | "
+                f"{_cell(_day(item['first_seen']))} | "
+                f"{_cell(_day(item['last_seen']))} | {_cell(verdicts)} | "
+                f"{_cell(', '.join(item['examples']))} |"
             )
         lines.append("")
     buckets = summary["timeline"]["buckets"]
@@ -184,12 +189,14 @@ def render_markdown(summary: dict[str, Any]) -> str:
                   "| period | failed | by verdict |", "|---|---:|---|"]  # fmt: skip
         for bucket in buckets:
             verdicts = ", ".join(f"{k} {v}" for k, v in sorted(bucket["by_verdict"].items()))
-            lines.append(f"| {bucket['period']} | {bucket['failed']} | {verdicts} |")
+            lines.append(f"| {_cell(bucket['period'])} | {bucket['failed']} | {_cell(verdicts)} |")
         lines.append("")
     unreadable = summary["unreadable"]
     if unreadable["examples"]:
         lines += ["## Could not be analyzed", ""]
-        lines += [f"- {reason}: {count}" for reason, count in unreadable["by_reason"].items()]
+        lines += [
+            f"- {_cell(reason)}: {count}" for reason, count in unreadable["by_reason"].items()
+        ]
         lines += [f"- e.g. {_cell(line)}" for line in unreadable["examples"]]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from crashlens.model import Action, Assessment, Cause, Evidence, InputStatus, Report
+from crashlens.render.inert import visible
 
 
 def _evidence(item: Evidence) -> dict[str, Any]:
@@ -60,8 +61,24 @@ def _ending(item: Assessment) -> dict[str, Any]:
     }
 
 
+def _inert(value: Any) -> Any:
+    """Every string made visible (`render.inert`): a `jq -r` of a field prints no escape."""
+    if isinstance(value, str):
+        return visible(value, lines=True)
+    if isinstance(value, dict):
+        return {key: _inert(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_inert(item) for item in value]
+    return value
+
+
 def report_dict(report: Report) -> dict[str, Any]:
-    """The report as plain JSON-ready data."""
+    """The report as plain JSON-ready data, its strings inert."""
+    data: dict[str, Any] = _inert(_report_dict(report))
+    return data
+
+
+def _report_dict(report: Report) -> dict[str, Any]:
     return {
         "schema_version": report.schema_version,
         "crashlens_version": report.crashlens_version,

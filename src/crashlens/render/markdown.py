@@ -4,26 +4,10 @@ from __future__ import annotations
 
 from crashlens.model import Action, Cause, Evidence, Report, Verdict
 from crashlens.render import NO_CAUSE_TEXT, likelihood
+from crashlens.render.inert import md_cell, md_cell_code, md_code, md_fence, md_text
 
 _FENCE_LANGS = {"shell": "text", "yaml": "yaml", "python": "python", "conf": "ini"}
 """The fence's info string for a step's `lang` (a shell command stays plain text)."""
-
-
-def _code(text: str, lang: str = "text") -> str:
-    fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
-
-
-def _longest_backtick_run(text: str) -> int:
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return longest
-
-
-def _inline(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _where(item: Evidence) -> str:
@@ -35,10 +19,10 @@ def _actions(title: str, items: tuple[Action, ...]) -> list[str]:
         return []
     lines = [f"**{title}**", ""]
     for number, item in enumerate(items, start=1):
-        lines.append(f"{number}. {item.text}")
+        lines.append(f"{number}. {md_text(item.text)}")
         if item.command:
             fence = _FENCE_LANGS.get(item.lang, "text")
-            lines.extend(["", _indent(_code(item.command, fence)), ""])
+            lines.extend(["", _indent(md_fence(item.command, fence)), ""])
     lines.append("")
     return lines
 
@@ -52,18 +36,18 @@ def _cause(rank: int, cause: Cause, verdict: Verdict) -> list[str]:
     lines = [
         f"### {rank}. `{cause.category.value}` ({cause.confidence:.0%}, {sure})",
         "",
-        cause.summary,
+        md_text(cause.summary),
         "",
     ]
     if cause.demoted_because:
-        lines.extend([f"_Ranked lower: {cause.demoted_because}._", ""])
+        lines.extend([f"_Ranked lower: {md_text(cause.demoted_because)}._", ""])
     if cause.evidence:
         lines.extend(["**Evidence**", "", "| where | role | line | rule |", "|---|---|---|---|"])
         for item in cause.evidence:
-            note = f" ({item.note})" if item.note else ""
+            note = f" ({md_cell(item.note)})" if item.note else ""
             lines.append(
-                f"| `{_inline(_where(item))}` | {item.role.value}{_inline(note)} "
-                f"| `{_inline(item.text[:300])}` | `{item.rule or ''}` |"
+                f"| {md_cell_code(_where(item))} | {item.role.value}{note} "
+                f"| {md_cell_code(item.text[:300])} | {md_cell_code(item.rule or '')} |"
             )
         lines.append("")
     lines.extend(_actions("What to do", cause.remediation))
@@ -81,13 +65,13 @@ def _ending(report: Report) -> list[str]:
     assessed = report.assessment
     if assessed is None:
         return []
-    lines = [f"**Ending:** `{assessed.ending}`: {_inline(assessed.reason)}", ""]
+    lines = [f"**Ending:** `{assessed.ending}`: {md_text(assessed.reason)}", ""]
     sign = assessed.sign
     if sign is not None and not _cited_first(sign, report):
-        lines.extend([f"**Shown by:** `{_inline(_where(sign))}`", "", _code(sign.text), ""])
+        lines.extend([f"**Shown by:** {md_code(_where(sign))}", "", md_fence(sign.text), ""])
     if assessed.harmless:
         lines.extend(["**Judged harmless:**", ""])
-        lines.extend(f"- {_inline(item)}" for item in assessed.harmless)
+        lines.extend(f"- {md_text(item)}" for item in assessed.harmless)
         lines.append("")
     return lines
 
@@ -98,14 +82,16 @@ def render_markdown(report: Report) -> str:
     if headline is None and report.causes:
         top = report.causes[0]
         sure = likelihood(top, report.verdict)
-        headline = f"**{top.category.value}** ({top.confidence:.0%}, {sure}): {top.summary}"
+        headline = (
+            f"**{top.category.value}** ({top.confidence:.0%}, {sure}): {md_text(top.summary)}"
+        )
     lines = ["## crashlens report", "", f"**Verdict:** `{report.verdict}`", "", headline or "", ""]
     lines.extend(_ending(report))
     if report.first_failure:
         first = report.first_failure
-        lines.extend([f"**First failure:** `{_inline(_where(first))}`", "", _code(first.text), ""])
+        lines.extend([f"**First failure:** {md_code(_where(first))}", "", md_fence(first.text), ""])
     for note in report.notes:
-        lines.extend([f"> {note}", ""])
+        lines.extend([f"> {md_text(note)}", ""])
     for rank, cause in enumerate(report.causes, start=1):
         lines.extend(_cause(rank, cause, report.verdict))
     lines.extend(_actions("What to collect next", report.next_checks))
@@ -113,7 +99,7 @@ def render_markdown(report: Report) -> str:
     for item in report.inputs:
         kind = item.kind.value if item.kind else "-"
         lines.append(
-            f"| `{_inline(item.path)}` | {kind} | {item.status} | {_inline(item.reason or '')} |"
+            f"| {md_cell_code(item.path)} | {kind} | {item.status} | {md_cell(item.reason or '')} |"
         )
     lines.extend(["", f"<sub>crashlens {report.crashlens_version}</sub>", ""])
     return "\n".join(lines)

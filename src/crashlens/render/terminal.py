@@ -25,6 +25,7 @@ from crashlens.render.fit import (
     snippet_lines,
     wrap,
 )
+from crashlens.render.inert import inert_report
 
 _COLOURS = {Verdict.NONE: "green", Verdict.UNKNOWN: "yellow"}
 
@@ -227,6 +228,7 @@ def render_terminal(report: Report, console: Console, focus: Focus | None = None
 
     `focus` says where each cited line's rule matched; without it a long line keeps its start.
     """
+    report = inert_report(report)  # every string from the input shown, not obeyed
     width = max(console.width, _MIN_WIDTH)
     see = focus or _NO_FOCUS
     colour = _COLOURS.get(report.verdict, "red")

@@ -7,11 +7,14 @@ from datetime import UTC, datetime
 from html import escape
 
 from crashlens.model import Clock, Evidence
+from crashlens.render.inert import visible
 
 
 def esc(text: object) -> str:
-    """HTML-escape anything, quotes included (safe in text and in attribute values)."""
-    return escape(str(text), quote=True)
+    """HTML-escape anything, quotes included (safe in text and in attribute values), its
+    control characters shown as escapes (`render.inert`): a page saved as text or viewed in a
+    terminal runs nothing."""
+    return escape(visible(str(text), lines=True), quote=True)
 
 
 def where(item: Evidence) -> str:
