@@ -24,6 +24,8 @@ def test_the_word_lists_ship_with_the_package_and_are_lower_case_without_repeats
         "public_domains",
         "tlds",
         "file_suffixes",
+        "tools",
+        "code_tlds",
     }
     for name, words in lists.items():
         assert words, name

@@ -410,7 +410,7 @@ def collect(
         float | None,
         typer.Option(
             min=0.001,
-            help="Keep the last N MiB of each log (default 20 when redacting, else 200).",
+            help="Keep the last N MiB of each log (default 200).",
         ),
     ] = None,
     redact_map: Annotated[

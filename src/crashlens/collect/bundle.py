@@ -1,7 +1,10 @@
 """Turning the staged outputs into the bundle: redaction, the manifest and report, packing.
 
-With redaction one `Redactor` sees every file, so a host or user gets the same pseudonym in
-all of them; the mapping stays in memory (`Bundle.redactor`), never in the bundle.
+With redaction one `Redactor` first learns from every staged file and every name (the
+outputs, the copied logs, their file names and source paths), then redacts each file, each
+member name and the record with that full mapping: the order of the logs on the command line
+never matters, and a log collected alone leaks nothing a sibling would have taught. The mapping
+stays in memory (`Bundle.redactor`), never in the bundle.
 """
 
 from __future__ import annotations
@@ -95,7 +98,10 @@ def write_bundle(
     """Write the staged files, the report and the manifest to `out` (redacted when a
     `redactor` is given), packed when `out` names an archive."""
     if redactor is not None:
-        _learn(staging, redactor)
+        _learn(staging, steps, redactor)
+        for value in meta.values():
+            if isinstance(value, str):
+                redactor.learn(value)
     names = _final_names(staging, redactor)
     shown = _shown_steps(steps, names, redactor)
     if redactor is not None:
@@ -117,15 +123,19 @@ def write_bundle(
 # --- redaction ---------------------------------------------------------------------------------
 
 
-def _learn(staging: Staging, redactor: Redactor) -> None:
-    """First pass over the small system outputs: hosts and users named anywhere are known
-    everywhere (logs are read once, in the second pass, to keep big ones affordable)."""
+def _learn(staging: Staging, steps: Sequence[StepResult], redactor: Redactor) -> None:
+    """The first pass: every staged file, every bundle name and every step's record, so that
+    hosts, users and accounts named anywhere are known everywhere before anything is written."""
     for name in staging.files:
-        if name in staging.logs:
-            continue
+        redactor.learn(name)
         with staging.path(name).open("rb") as stream:
             for text in text_chunks(stream):
-                redactor.text(text)
+                redactor.learn(text)
+    for step in steps:
+        for value in (step.what, step.note, *(a.source for a in step.attempts)):
+            redactor.learn(value)
+        for attempt in step.attempts:
+            redactor.learn(attempt.detail)
 
 
 def _write_redacted(source: Path, target: Path, redactor: Redactor | None) -> None:
@@ -143,8 +153,8 @@ def _final_names(staging: Staging, redactor: Redactor | None) -> dict[str, str]:
     names: dict[str, str] = {}
     for name in staging.files:
         shown = name
-        if redactor is not None and name in staging.logs:
-            shown = redactor.text(name).replace(" ", "_")
+        if redactor is not None:
+            shown = redactor.name(name).replace(" ", "_")
         while shown in names.values():
             shown = "_" + shown if "/" not in shown else shown.replace("/", "/_", 1)
         names[name] = shown
@@ -159,10 +169,13 @@ def _shown_steps(
     def text(value: str) -> str:
         return redactor.text(value) if redactor is not None and value else value
 
+    def name(value: str) -> str:
+        return redactor.name(value) if redactor is not None and value else value
+
     shown = []
     for step in steps:
         attempts = [
-            dataclasses.replace(a, source=text(a.source), detail=text(a.detail))
+            dataclasses.replace(a, source=name(a.source), detail=text(a.detail))
             for a in step.attempts
         ]
         shown.append(

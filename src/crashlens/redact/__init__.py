@@ -39,13 +39,56 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from enum import Enum
+from typing import TypeVar
 
-from crashlens.model import Action, Assessment, Cause, Evidence, InputStatus, Report
+from crashlens.model import Report
 from crashlens.redact.patterns import KINDS, PSEUDONYM_RE
 from crashlens.redact.redactor import Redactor
 
+T = TypeVar("T")
+
 # --- the report transform ---------------------------------------------------------------------
+
+_KEPT_FIELDS = frozenset({"rule", "lang", "crashlens_version", "kind"})
+"""String fields that are identifiers of crashlens itself, never personal: left as they are."""
+_PATH_FIELDS = frozenset({"path"})
+"""Fields that hold a file name: redacted with `Redactor.name` (hosts joined by `-` too)."""
+
+
+def _strings(value: object, field: str = "") -> Iterator[tuple[str, str]]:
+    """Every (field, string) of a report value, walking dataclasses, tuples and lists."""
+    if isinstance(value, Enum) or field in _KEPT_FIELDS:
+        return
+    if isinstance(value, str):
+        yield field, value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            yield from _strings(getattr(value, item.name), item.name)
+    elif isinstance(value, tuple | list):
+        for element in value:
+            yield from _strings(element, field)
+
+
+def _map(value: T, fn: Callable[[str, str], str], field: str = "") -> T:
+    """`value` with every string passed through `fn(field, text)` (enums and ids kept)."""
+    if isinstance(value, Enum) or field in _KEPT_FIELDS:
+        return value
+    if isinstance(value, str):
+        return fn(field, value)  # type: ignore[return-value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            item.name: _map(getattr(value, item.name), fn, item.name)
+            for item in dataclasses.fields(value)
+            if item.init
+        }
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, tuple):
+        return tuple(_map(element, fn, field) for element in value)  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [_map(element, fn, field) for element in value]  # type: ignore[return-value]
+    return value
 
 
 def _evidence_hosts(report: Report) -> list[str]:
@@ -61,67 +104,30 @@ def _evidence_hosts(report: Report) -> list[str]:
     return hosts
 
 
-def _map_report(report: Report, fn: Callable[[str], str]) -> Report:
-    def opt(value: str | None) -> str | None:
-        return fn(value) if value is not None else None
-
-    def evidence(item: Evidence) -> Evidence:
-        context = getattr(item, "context", None)
-        changes: dict[str, object] = {
-            "path": fn(item.path),
-            "text": fn(item.text),
-            "note": opt(item.note),
-            "host": opt(item.host),
-        }
-        if context:
-            changes["context"] = tuple((n, fn(line)) for n, line in context)
-        return dataclasses.replace(item, **changes)  # type: ignore[arg-type]
-
-    def action(item: Action) -> Action:
-        return Action(text=fn(item.text), command=opt(item.command), lang=item.lang)
-
-    def cause(item: Cause) -> Cause:
-        return dataclasses.replace(
-            item,
-            summary=fn(item.summary),
-            evidence=tuple(evidence(e) for e in item.evidence),
-            remediation=tuple(action(a) for a in item.remediation),
-            next_checks=tuple(action(a) for a in item.next_checks),
-            demoted_because=opt(item.demoted_because),
-        )
-
-    def status(item: InputStatus) -> InputStatus:
-        return dataclasses.replace(item, path=fn(item.path), reason=opt(item.reason))
-
-    def assessed(item: Assessment) -> Assessment:
-        sign = evidence(item.sign) if item.sign is not None else None
-        harmless = tuple(fn(h) for h in item.harmless)
-        return dataclasses.replace(item, sign=sign, reason=fn(item.reason), harmless=harmless)
-
-    first = report.first_failure
-    return dataclasses.replace(
-        report,
-        causes=tuple(cause(c) for c in report.causes),
-        inputs=tuple(status(i) for i in report.inputs),
-        next_checks=tuple(action(a) for a in report.next_checks),
-        first_failure=evidence(first) if first is not None else None,
-        lead=evidence(report.lead) if report.lead is not None else None,
-        notes=tuple(fn(n) for n in report.notes),
-        assessment=assessed(report.assessment) if report.assessment is not None else None,
-    )
-
-
-def redact_report(report: Report, redactor: Redactor | None = None) -> Report:
+def redact_report(
+    report: Report, redactor: Redactor | None = None, *, learn_from: Iterable[str] = ()
+) -> Report:
     """The report with every string redacted; `redactor` keeps the mapping for the caller.
 
-    Two passes: the first only learns (hosts and users named in one string are then known in
-    all), the second writes. Pseudonyms are numbered in order of first appearance.
+    Learning comes first, then one replacement pass: the texts of `learn_from` (the inputs
+    themselves, when the caller can read them again), then every string of the report, context
+    lines included; so every renderer gets the same redacted report, and a host named only in
+    an input's file name or on a line the report does not cite is still known. Every string
+    field is redacted (a field added to the model later is too), except crashlens's own ids.
+    Pseudonyms are numbered in order of first appearance.
     """
     redactor = redactor if redactor is not None else Redactor()
     for host in _evidence_hosts(report):
         redactor.learn_host(host)
-    _map_report(report, redactor.text)
-    return _map_report(report, redactor.text)
+    for text in learn_from:
+        redactor.learn(text)
+    for _, text in _strings(report):
+        redactor.learn(text)
+
+    def redact(field: str, text: str) -> str:
+        return redactor.name(text) if field in _PATH_FIELDS else redactor.text(text)
+
+    return _map(report, redact)
 
 
 def mapping_json(redactor: Redactor) -> str:

@@ -36,8 +36,14 @@ PSEUDO_START: Final = re.compile(r"(?:" + "|".join(KINDS) + r")-\d+(?![\w-])")
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _FQDN = rf"{_LABEL}(?:\.{_LABEL})*\.(?:{'|'.join(TLDS)})"
-_HOST_TOKEN = r"[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9](?:\[[\d,-]+\])?|[A-Za-z0-9]"
+_HOST_TOKEN = (
+    r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?(?:-?\[[\d,-]+\](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?"
+)
 _UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+_Q = r"(?:\\{0,3}[\"'])?"
+"""An optional quote, escaped or not: JSON written inside a string (`\\"key\\": ...`)."""
+_SEP = rf"{_Q}\s*[:=]\s*{_Q}"
+"""Between a name and its value: `=`, `:`, quoted or not (`"project_id": "x"`, `X=y`)."""
 
 FILE_SUFFIX: Final = re.compile(r"\.(?:" + "|".join(FILE_SUFFIXES) + r")$", re.IGNORECASE)
 """A name that ends like a file (`train.py`), so it is not a host."""
@@ -87,14 +93,16 @@ AUTH_HEADER = re.compile(
 ALWAYS_SECRET = re.compile(r"password|passwd|pwd|passphrase|secret", re.IGNORECASE)
 """A secret name that holds a secret whatever its value looks like (`pwd=abc`)."""
 _SECRET_NAME = (
-    r"(?:[A-Za-z0-9]+[_.-])*(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|"
+    r"(?:[A-Za-z0-9]+[_.-])*(?:[A-Za-z]{1,12}(?=pass|PASS|Pass|secret|SECRET|Secret))?"
+    r"(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|"
     r"access[_-]?key(?:[_-]?id)?|secret[_-]?(?:access[_-]?)?key|private[_-]?key(?:[_-]?id)?|"
-    r"credentials?|client[_-]?secret|session[_-]?token|auth|auth[_-]?token|"
+    r"credentials?|client[_-]?secret|session[_-]?token|auth|auth[_-]?token|accountkey|"
+    r"sharedaccesskey|sharedaccesssignature|"
     r"webhook(?:[_-]?url)?|signing[_-]?key|dsn|world_info)"
 )
 KEY_VALUE = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_.-])(?P<name>{_SECRET_NAME})(?P<sep>[\"']?\s*(?:=|:)\s*|\\\"\s*:\s*)"
-    r"(?P<value>\\\"(?:[^\\]|\\[^\"])*?\\\"|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'<>)\]}]+)"
+    rf"(?i)(?<![A-Za-z0-9_.-])(?P<name>{_SECRET_NAME})(?P<sep>[\"']?\s*(?:=|:)\s*|\\+\"\s*:\s*)"
+    r"(?P<value>\\+\"(?:[^\\\n]|\\+[^\"\\\n])*?\\+\"|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'<>)\]}]+)"
 )
 CLI_FLAG = re.compile(
     rf"(?i)(--(?P<name>{_SECRET_NAME})(?:=|\s+))(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)"
@@ -122,21 +130,40 @@ EMAIL = re.compile(
 AWS_ACCOUNT = re.compile(
     r"(arn:aws[\w-]*:[\w-]+:[\w-]*:)(\d{12})(?=:)"
     r"|(?<!\d)(\d{12})(?=\.dkr\.ecr\.)"
-    r"|(?i:(\b(?:aws[_-]?)?account(?:[_ -]?id)?[\"']?\s*[:=]\s*[\"']?))(\d{12})(?!\d)"
+    rf"|(?i:((?<![A-Za-z])(?:aws[_-]?)?account(?:[_ -]?id)?{_SEP}))(\d{{12}})(?!\d)"
 )
+BUCKET_ACCOUNT = re.compile(
+    r"(?i)((?:s3[an]?|gs)://[a-z0-9.-]*?(?<![a-z0-9])|(?<![\w.-])[a-z0-9.-]*?(?<![a-z0-9])"
+    r"(?=[a-z0-9.-]*\.s3[.-]))(\d{12})(?![a-z0-9])"
+)
+"""An AWS account id inside a bucket name (`s3://sagemaker-us-west-2-<account>/`)."""
+CLOUD_LABEL = re.compile(
+    r"(?i)(?<![\w.-])([a-z0-9][a-z0-9-]{1,62})(?=\.(?:"
+    r"(?:blob|file|queue|table|dfs|web|z\d+\.web)\.core\.windows\.net|servicebus\.windows\.net|"
+    r"database\.windows\.net|redis\.cache\.windows\.net|vault\.azure\.net|azurecr\.io|"
+    r"azurewebsites\.net|(?:openai|cognitiveservices|documents)\.azure\.com|"
+    r"(?:postgres|mysql)\.database\.azure\.com|azuredatabricks\.net|cloud\.databricks\.com|"
+    r"s3(?:[.-][a-z0-9-]+)?\.amazonaws\.com|storage\.googleapis\.com|appspot\.com|run\.app|"
+    r"cloudfunctions\.net|firebaseio\.com|snowflakecomputing\.com)(?![\w-]))"
+)
+"""The customer's label under a public cloud service name: a storage account, a bucket, a
+vault, a registry (`<account>.blob.core.windows.net`): the service is public, the label is not."""
 GCP_PROJECT = re.compile(
-    r"(\bprojects/)([a-z][a-z0-9-]{4,28}[a-z0-9])(?=[/\s\"']|$)"
+    r"(\bprojects/)([a-z][a-z0-9-]{4,28}[a-z0-9])(?=[/\s\"'\\]|$)"
     r"|(\bgcr\.io/|-docker\.pkg\.dev/)([a-z][a-z0-9-]{4,28}[a-z0-9])(?=/)"
-    r"|(?i:(\b(?:gcp_|google_cloud_)?project(?:[_-]?id)?[\"']?\s*[:=]\s*[\"']?))"
+    rf"|(?i:((?<![A-Za-z])(?:gcp_|google_cloud_|gcloud_)?project(?:[_-]?id)?{_SEP}))"
     r"([a-z][a-z0-9-]{4,28}[a-z0-9])(?![\w-])"
 )
 AZURE_ID = re.compile(
-    rf"(?i)(\b(?:subscriptions/|(?:subscription|tenant|vm|client|object)[_-]?id[\"']?\s*[:=/]\s*"
-    rf"[\"']?))({_UUID})"
+    r"(?i)((?:\bsubscriptions/|\btenants/|microsoftonline\.com/|--(?:tenant|subscription)[= ]\s*|"
+    r"(?<![A-Za-z])(?:subscription|tenant|vm|client|object|principal|app|application)[_-]?id"
+    rf"{_SEP}))({_UUID})"
 )
+CLIENT_ID = re.compile(rf"(?i)((?<![A-Za-z])client[_-]?id{_SEP})(\d{{15,25}})(?!\d)")
+"""A GCP service account's numeric client id."""
 INSTANCE = re.compile(
     r"(?<![\w-])(i-[0-9a-f]{17}|i-[0-9a-f]{8})(?![\w-])"
-    r"|(?i:(\binstance[_-]?id[\"']?\s*[:=]\s*[\"']?))([\w-]{8,})"
+    rf"|(?i:((?<![A-Za-z])instance[_-]?id{_SEP}))([\w-]{{8,}})"
 )
 GPU_UUID = re.compile(rf"\b(?:GPU|MIG)-{_UUID}\b")
 SERIAL = re.compile(
@@ -151,11 +178,23 @@ MAC = re.compile(
     r"(?![0-9A-Fa-f:-])"
 )
 IPV6_RUN = re.compile(r"(?<![0-9A-Fa-f:.])[0-9A-Fa-f:.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*(%[\w.-]+)?")
+IB_GUID = re.compile(
+    r"(?i)((?<![A-Za-z])(?:node|port|system[ _]image|sys_image|image|switch)?[ _]?guid"
+    r"[\"']?\s*[:=]?\s*)"
+    r"(0x[0-9a-f]{16}|[0-9a-f]{4}(?::[0-9a-f]{4}){3})(?![0-9a-f:])"
+    r"|(?<![0-9A-Fa-f:.])([0-9a-f]{4}(?::[0-9a-f]{4}){3})(?![0-9A-Fa-f:])"
+)
+"""InfiniBand node, port and system image GUIDs (`Node GUID: 0x...`, `node_guid: b859:9f03:...`)."""
 """A run of hex digits, colons and dots holding 2+ colons; the address is its longest valid tail
 (NCCL writes `ib0:fd00::18`, so the run can start inside an interface name)."""
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 IPV4 = re.compile(rf"(?<![\w.])((?:{_OCTET}\.){{3}}{_OCTET})(?![\w]|\.\d)")
-VERSION_BEFORE = re.compile(r"(?i)(?:version|ver|v|release|driver)\s*[:=]?\s*$")
+VERSION_BEFORE = re.compile(
+    r"(?i)(?:(?:version|ver|v|release|driver|build|firmware|fw|bios|cudnn|cublas\w*|cusparse|"
+    r"cusolver|cufft|curand|tensorrt|trt|nccl|cuda|nvjitlink|nvrtc|torch|triton|onnx\w*|openmpi|"
+    r"ucx|ofed|mlnx\w*|libnvinfer\w*|libcudnn\w*)\s*[:=]?\s*|==|>=|<=|~=|!=|[-_])$"
+)
+"""What stands before a four-part version (`cuDNN 8.9.2.26`, `cu12-12.1.3.1`), not an address."""
 KEEP_IPS = frozenset({"0.0.0.0", "127.0.0.1", "255.255.255.255", "::", "::1"})
 """Addresses that name no machine: kept as they are."""
 
@@ -175,12 +214,13 @@ def ip_key(value: str) -> str:
 
 
 HOME = re.compile(
-    r"((?:/home|/Users|/usr/home|/export/home|/u|/scratch|/mnt/home)/|[A-Za-z]:(?:\\\\|\\)Users"
+    r"((?:/home|/homes|/Users|/users|/user|/people|/usr/home|/export/home|/u|/scratch|/mnt/home)/|[A-Za-z]:(?:\\\\|\\)Users"
     r"(?:\\\\|\\)|~)([A-Za-z_][A-Za-z0-9._-]{0,31})(?=[/\\\s\"':,)\]]|$)"
 )
 USER_CONTEXT = re.compile(
     r"(\b(?:USER|LOGNAME|USERNAME|SUDO_USER|SLURM_JOB_USER|PBS_O_LOGNAME|HF_USER|"
-    r"JUPYTERHUB_USER|GIT_AUTHOR_NAME|GIT_COMMITTER_NAME)[\"']?\s*[=:]\s*[\"']?"
+    r"JUPYTERHUB_USER|GIT_AUTHOR_NAME|GIT_COMMITTER_NAME|WANDB_ENTITY|WANDB_USERNAME)"
+    r"[\"']?\s*[=:]\s*[\"']?|--wandb[_-]entity[= ]|--entity[= ]"
     r"|(?i:\buser(?:[_ ]?name)?[\"']?\s*[=:]\s*[\"']?)"
     r"|\bUserId=|\buid=\d+\(|\bgid=\d+\(|\bfor user |\bowned by (?:user )?)"
     r"([A-Za-z_][A-Za-z0-9._-]{0,31})(?![\w.:-])"
@@ -202,9 +242,10 @@ SYSLOG_HOST = re.compile(
 )
 PREFIX_HOST = re.compile(r"(?m)^([ \t]*+)([a-z][a-z0-9-]*+)(?=: )")
 KV_HOST = re.compile(
-    r"(?i)(\b(?:host[ _-]?name|hostname|host|node[ _-]?name|nodename|master[_ -]?addr(?:ess)?|"
-    r"slurmd_nodename|slurm_nodelist|slurm_job_nodelist|nodelist|batchhost|alloc_node|"
-    r"slurm_topology_addr|rdzv[_-]?endpoint|k8s_node|node_ip|pod_ip|host_ip)[\"']?"
+    r"(?i)((?<![A-Za-z0-9])(?:host[ _-]?name|hostname|host|node[ _-]?name|nodename|"
+    r"master[_ -]?addr(?:ess)?|slurmd_nodename|nodelist|batchhost|alloc_node|submit_host|"
+    r"launch_node_ipaddr|srun_comm_host|topology_addr|rdzv[_-]?endpoint|k8s_node|node_ip|pod_ip|"
+    r"host_ip|pbs_o_host|control_?machine|slurmctld_?host)[\"']?"
     r"\s*[=:]\s*[\"']?|--(?:master[_-]addr|rdzv[_-]endpoint|host|hostname|node)[= ])"
     rf"({_HOST_TOKEN})"
 )
@@ -214,6 +255,35 @@ PROSE_HOST = re.compile(
     r"\bconnecting to |\bconnection to |\bhostfile\s+|virtualMachines/|\bpdsh@)"
     rf"({_HOST_TOKEN})"
 )
+DB_CLI_HOST = re.compile(
+    r"(\b(?:mysql\w*|mariadb\S*|psql|pg_dump|pg_restore|pg_isready|redis-cli|mongo\w*|"
+    r"clickhouse-client|memcstat)\b[^\n|;&]*?\s-h\s*)([A-Za-z0-9][A-Za-z0-9._-]*)"
+)
+"""The server a database client connects to (`mysql -h db-2`, `redis-cli -h cache-5`)."""
+SCHED_ACCOUNT = re.compile(
+    r"(?i)((?<![A-Za-z0-9])(?:slurm_job_account|slurm_account|sbatch_account|salloc_account|"
+    r"pbs_account|lsb_project_name)\s*[=:]\s*[\"']?|#sbatch\s+(?:--account[= ]|-A\s*))"
+    r"([A-Za-z0-9][\w.-]*)"
+)
+"""The scheduler account a job is billed to (a team or a grant)."""
+WANDB_ENTITY = re.compile(
+    r"(?i)(logged in as:?\s+)([\w.-]+)(?:(\s+\()([\w.-]+)(?=\)))?"
+    r"|((?<![\w.])(?:api\.)?wandb\.ai/(?:links/)?)"
+    r"(?!(?:site|authorize|settings|home|login|signup|api|links|fully-connected|wandb)/)([\w.-]+)(?=/)"
+)
+"""W&B users and entities (teams): `logged in as: USER (ENTITY)`, `wandb.ai/ENTITY/...`."""
+DB_CLI_PASSWORD = re.compile(
+    r"(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb(?:-dump)?)\b[^\n|;&]*?\s-p)"
+    r"([^\s'\"]+|'[^'\n]*'|\"[^\"\n]*\")"
+    r"|(\b(?:redis-cli|sshpass)\b[^\n|;&]*?\s-[ap]\s*)([^\s'\"-][^\s'\"]*|'[^'\n]*'|\"[^\"\n]*\")"
+    r"|(\bsqlcmd\b[^\n|;&]*?\s-P\s*)([^\s'\"]+|'[^'\n]*'|\"[^\"\n]*\")"
+)
+"""A database password given on a command line: `mysql -pSECRET`, `redis-cli -a SECRET`."""
+CONN_STRING = re.compile(
+    r"(?i)((?<![\w-])(?P<name>user id|userid|uid|username|user|server|data source|address|"
+    r"addr|network address|accountname)\s*=\s*)(?P<value>[^;\"'\s]+)(?=\s*;)"
+)
+"""Fields of a connection string (`Server=...;User ID=...;AccountName=...;`)."""
 HOST_PORT = re.compile(r"(?<![\w.:/@-])\[?([A-Za-z][A-Za-z0-9-]*+)\]?(?=:\d{2,5}\b)")
 HOSTFILE = re.compile(r"(?m)^(\s*)([A-Za-z0-9][\w.-]*)(?=\s+slots\s*=)")
 AWS_HOST = re.compile(r"(?<![\w-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[\w.-]+)?(?![\w-])")

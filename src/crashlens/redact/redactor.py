@@ -1,4 +1,14 @@
-"""`Redactor`: the pseudonym mapping, the hosts and users it has learned, and `text()`."""
+"""`Redactor`: the pseudonym mapping, the hosts and users it has learned, and `text()`.
+
+Two passes make redaction independent of order: `learn()` over every input first (hosts,
+users and accounts named anywhere become known), then `text()` over each, which writes every
+value the rows find and every learned name wherever it stands. `text()` alone learns as it
+goes, for callers that have one string.
+
+Speed: the rows run only on the lines their gate proposes (`redact.gates`), and the learned
+names are found with one regex over the folded text, so a line with nothing personal costs a
+share of one multi-pattern pass.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +16,66 @@ import re
 from collections.abc import Iterable
 from functools import partial
 
-from crashlens.redact.patterns import FILE_SUFFIX, KINDS, NOT_HOST, PSEUDONYM_RE, ip_key, is_ip
-from crashlens.redact.replacements import REPLACEMENTS
+from crashlens.redact.gates import Gates, fold, redact_lines
+from crashlens.redact.patterns import (
+    FILE_SUFFIX,
+    KEEP_IPS,
+    KINDS,
+    NOT_HOST,
+    PSEUDONYM_RE,
+    ip_key,
+    is_ip,
+)
+from crashlens.redact.replacements import REPLACEMENTS, Replace
 from crashlens.redact.vocabulary import COMMON_WORDS, SYSTEM_USERS, is_public
+
+_PEM = REPLACEMENTS[0]
+"""Private key blocks span lines: this row runs over the whole text, before the line rows."""
+_LINE_ROWS = REPLACEMENTS[1:]
+_GATES: dict[str, Gates] = {}
+_HOSTLIST = re.compile(r"^(.*?)\[([\d,-]+)\](.*)$")
+_MAX_EXPANDED = 256
+_HOST_EDGE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-")
+"""Characters that continue a host name: a learned host is replaced only between others."""
+_NAME_EDGE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
+"""In file names and for users and accounts, `-`, `_` and `.` separate words too."""
+
+
+def gates(backend: str = "auto") -> Gates:
+    """The compiled gates of the line rows (one per backend, built on first use)."""
+    found = _GATES.get(backend)
+    if found is None:
+        found = Gates([row.gate for row in _LINE_ROWS], backend=backend)
+        _GATES[backend] = found
+    return found
 
 
 class Redactor:
     """Replace personal and secret values with pseudonyms that stay stable for its lifetime.
 
-    One Redactor per report: the same host, address or token always gets the same pseudonym,
-    and a host or user learned in one string is replaced wherever it appears in another.
+    One Redactor per report or bundle: the same host, address or token always gets the same
+    pseudonym, and a host or user learned in one string is replaced wherever it appears in
+    another.
     """
 
-    def __init__(self, known_hosts: Iterable[str] = (), known_users: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        known_hosts: Iterable[str] = (),
+        known_users: Iterable[str] = (),
+        *,
+        backend: str = "auto",
+    ) -> None:
         self._maps: dict[str, dict[str, str]] = {kind: {} for kind in KINDS}
         self._counts: dict[str, int] = dict.fromkeys(KINDS, 0)
         self._originals: dict[str, str] = {}
-        self._global: dict[str, tuple[str, str]] = {}
-        """Learned host names (lower case) -> (as seen, pseudonym): replaced as whole tokens."""
-        self._global_re: re.Pattern[str] | None = None
-        self._loose: dict[str, tuple[str, str]] = {}
-        """Learned users and accounts: replaced even inside a `-`/`.` joined name."""
-        self._loose_re: re.Pattern[str] | None = None
+        self._learned: dict[bytes, tuple[str, bool]] = {}
+        """Learned names, folded -> (pseudonym, loose): a host without a digit (not loose) is
+        replaced as a whole `-`-joined token; a numbered host (`trn-h100-031`), a user or an
+        account (loose) even inside `a-b`/`a_b` names (`env-trn-h100-031.txt`)."""
+        self._learned_re: re.Pattern[bytes] | None = None
+        self._gates = gates(backend)
+        self._subs: tuple[Replace, ...] = ()
+        self._line_subs = tuple(partial(row.replace, self) for row in _LINE_ROWS)
         for host in known_hosts:
             self.learn_host(host)
         for user in known_users:
@@ -65,6 +113,8 @@ class Redactor:
         if not name or PSEUDONYM_RE.fullmatch(name) or is_public(name):
             return None
         if is_ip(name):
+            if name in KEEP_IPS or name.startswith("127."):
+                return None
             return self.pseudonym("ip", name, ip_key(name))
         lower = name.lower()
         if lower in COMMON_WORDS or lower in SYSTEM_USERS or NOT_HOST.match(lower):
@@ -79,9 +129,11 @@ class Redactor:
             pseudonym = self.pseudonym("host", name, lower)
         if "." in lower and _looks_like_machine(short) and short not in self._maps["host"]:
             self._maps["host"][short] = pseudonym
-            self._add_global(short, pseudonym)
+            self._add(short, pseudonym, loose=_numbered(short))
         if len(lower) >= 3:
-            self._add_global(lower, pseudonym)
+            self._add(lower, pseudonym, loose=_numbered(lower))
+        for member in _expand_hostlist(name):
+            self.learn_host(member)
         return pseudonym
 
     def learn_user(self, name: str) -> str | None:
@@ -92,27 +144,26 @@ class Redactor:
             return None
         pseudonym = self.pseudonym("user", name)
         if len(name) >= 3 and name.lower() not in COMMON_WORDS:
-            self._add_loose(name, pseudonym)
+            self._add(name, pseudonym, loose=True)
         return pseudonym
 
     def learn_account(self, value: str) -> str:
         """Register a cloud account or project id: replaced wherever it appears (6+ chars)."""
         pseudonym = self.pseudonym("account", value)
         if len(value) >= 6:
-            self._add_loose(value, pseudonym)
+            self._add(value, pseudonym, loose=True)
         return pseudonym
 
-    def _add_global(self, token: str, pseudonym: str) -> None:
-        key = token.lower()
-        if key not in self._global:
-            self._global[key] = (token, pseudonym)
-            self._global_re = None
+    def _add(self, token: str, pseudonym: str, *, loose: bool) -> None:
+        key = fold(token)
+        if key not in self._learned:
+            self._learned[key] = (pseudonym, loose)
+            self._learned_re = None
 
-    def _add_loose(self, token: str, pseudonym: str) -> None:
-        key = token.lower()
-        if key not in self._loose:
-            self._loose[key] = (token, pseudonym)
-            self._loose_re = None
+    def learn(self, text: str) -> None:
+        """Learn the hosts, users, accounts and values `text` names, writing nothing."""
+        if text:
+            self._rows(text)
 
     # --- redaction ---------------------------------------------------------------------------
 
@@ -120,30 +171,77 @@ class Redactor:
         """`text` with every personal or secret value replaced by its pseudonym."""
         if not text:
             return text
-        for row in REPLACEMENTS:
-            text = row.pattern.sub(partial(row.replace, self), text)
-        return self._known(text)
+        return self._known(self._rows(text), names=False)
 
-    def _known(self, text: str) -> str:
+    def name(self, path: str) -> str:
+        """A file name or path: as `text()`, and a learned host is also replaced where it is
+        joined to other words by `-` (`env-<host>.txt`)."""
+        if not path:
+            return path
+        return self._known(self._rows(path), names=True)
+
+    def _rows(self, text: str) -> str:
+        folded = fold(text)
+        if b"-----begin " in folded:
+            text = _PEM.pattern.sub(partial(_PEM.replace, self), text)
+            folded = fold(text)
+        return redact_lines(text, self._gates.lines(folded), self._apply)
+
+    def _apply(self, line: str, rows: tuple[int, ...]) -> str:
+        for index in rows:
+            line = _LINE_ROWS[index].pattern.sub(self._line_subs[index], line)
+        return line
+
+    def _known(self, text: str, *, names: bool) -> str:
         """Last: every host, user and account learned so far, wherever it stands."""
-        if self._global:
-            if self._global_re is None:
-                self._global_re = _alternation(self._global, r"[\w-]")
-            table = self._global
-            text = self._global_re.sub(lambda m: table[m.group(0).lower()][1], text)
-        if self._loose:
-            if self._loose_re is None:
-                self._loose_re = _alternation(self._loose, r"[A-Za-z0-9_]")
-            loose = self._loose
-            text = self._loose_re.sub(lambda m: loose[m.group(0).lower()][1], text)
-        return text
+        if not self._learned:
+            return text
+        if self._learned_re is None:
+            tokens = sorted(self._learned, key=len, reverse=True)
+            self._learned_re = re.compile(b"|".join(re.escape(t) for t in tokens))
+        folded = fold(text)
+        learned = self._learned
+        pieces: list[str] = []
+        position = 0
+        size = len(folded)
+        for match in self._learned_re.finditer(folded):
+            start, end = match.span()
+            pseudonym, loose = learned[match.group(0)]
+            edge = _NAME_EDGE if loose or names else _HOST_EDGE
+            if start > 0 and folded[start - 1] in edge:
+                continue
+            if end < size and folded[end] in edge:
+                continue
+            pieces.append(text[position:start])
+            pieces.append(pseudonym)
+            position = end
+        if not pieces:
+            return text
+        pieces.append(text[position:])
+        return "".join(pieces)
 
 
-def _alternation(table: dict[str, tuple[str, str]], word: str) -> re.Pattern[str]:
-    """One regex for every learned token, longest first, not inside a longer `word` run."""
-    tokens = sorted(table, key=len, reverse=True)
-    alternation = "|".join(re.escape(token) for token in tokens)
-    return re.compile(rf"(?<!{word})(?:{alternation})(?!{word})", re.IGNORECASE)
+def _expand_hostlist(name: str) -> list[str]:
+    """`node-[01-03,07]` -> node-01, node-02, node-03, node-07 (Slurm's hostlist form)."""
+    match = _HOSTLIST.match(name)
+    if match is None:
+        return []
+    head, ranges, tail = match.groups()
+    names: list[str] = []
+    for part in ranges.split(","):
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            continue
+        last = int(high) if high else int(low)
+        for number in range(int(low), min(last, int(low) + _MAX_EXPANDED) + 1):
+            names.append(f"{head}{number:0{len(low)}d}{tail}")
+            if len(names) >= _MAX_EXPANDED:
+                return names
+    return names
+
+
+def _numbered(name: str) -> bool:
+    return any(c.isdigit() for c in name)
 
 
 def _looks_like_machine(label: str) -> bool:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from crashlens.redact import patterns as p
-from crashlens.redact.vocabulary import is_public
+from crashlens.redact.vocabulary import CODE_TLDS, TLDS, TOOLS, is_public
 
 if TYPE_CHECKING:
     from crashlens.redact.redactor import Redactor
@@ -40,6 +40,10 @@ class Replacement:
     """The pseudonym kind the row writes (a `user:password` row writes a user and a secret)."""
     pattern: re.Pattern[str]
     replace: Replace
+    gate: bytes
+    """A regex over the text folded to lower-case Latin-1 bytes that matches, on the same line,
+    wherever `pattern` can (a superset, without lookarounds or back-references so Hyperscan
+    takes it): lines it does not match are never given to `pattern` (see `redact.gates`)."""
 
 
 # --- values --------------------------------------------------------------------------------
@@ -128,10 +132,11 @@ def _key_value(redactor: Redactor, match: re.Match[str]) -> str:
         return match.group(0)
     quote = ""
     inner = value
-    for q in ('\\"', '"', "'"):
-        if len(value) >= 2 * len(q) and value.startswith(q) and value.endswith(q):
+    opening = _QUOTE.match(value)
+    if opening is not None:
+        q = opening.group(0)
+        if len(value) >= 2 * len(q) and value.endswith(q):
             quote, inner = q, value[len(q) : -len(q)]
-            break
     if p.PLACEHOLDER.match(inner) or p.PSEUDO_START.match(inner):
         return match.group(0)
     always = p.ALWAYS_SECRET.search(name) is not None
@@ -140,6 +145,36 @@ def _key_value(redactor: Redactor, match: re.Match[str]) -> str:
     if not always and p.WORD.fullmatch(inner) and inner.islower():
         return match.group(0)  # `auth: required`, `token: missing`: words, not values
     return f"{name}{match.group('sep')}{quote}{_secret(redactor, inner)}{quote}"
+
+
+_QUOTE = re.compile(r"\\*[\"']")
+
+
+def _db_cli(redactor: Redactor, match: re.Match[str]) -> str:
+    for prefix in (1, 3, 5):
+        value = match.group(prefix + 1)
+        if value is not None:
+            quote = value[0] if value[0] in "\"'" else ""
+            inner = value.strip("\"'")
+            if p.PLACEHOLDER.match(inner) or p.PSEUDO_START.match(inner):
+                return match.group(0)
+            return f"{match.group(prefix)}{quote}{_secret(redactor, inner)}{quote}"
+    return match.group(0)
+
+
+def _conn_string(redactor: Redactor, match: re.Match[str]) -> str:
+    name, value = match.group("name").lower(), match.group("value")
+    if p.PSEUDO_START.match(value) or p.PLACEHOLDER.match(value):
+        return match.group(0)
+    if name in ("user id", "userid", "uid", "username", "user"):
+        return match.group(1) + _user(redactor, value)
+    if name == "accountname":
+        return match.group(1) + _account(redactor, value)
+    scheme, colon, rest = (
+        value.rpartition(":") if value.lower().startswith("tcp:") else ("", "", value)
+    )
+    host, comma, port = rest.partition(",")
+    return f"{match.group(1)}{scheme}{colon}{_host(redactor, host)}{comma}{port}"
 
 
 def _cli_flag(redactor: Redactor, match: re.Match[str]) -> str:
@@ -188,6 +223,17 @@ def _aws_account(redactor: Redactor, match: re.Match[str]) -> str:
     return match.group(4) + _account(redactor, match.group(5))
 
 
+def _bucket_account(redactor: Redactor, match: re.Match[str]) -> str:
+    return match.group(1) + _account(redactor, match.group(2))
+
+
+def _cloud_label(redactor: Redactor, match: re.Match[str]) -> str:
+    label = match.group(1)
+    if p.PSEUDO_START.match(label):
+        return label
+    return _account(redactor, label.lower())
+
+
 def _gcp_project(redactor: Redactor, match: re.Match[str]) -> str:
     for prefix, value in ((1, 2), (3, 4), (5, 6)):
         if match.group(value):
@@ -229,6 +275,14 @@ def _serial(redactor: Redactor, match: re.Match[str]) -> str:
 # --- addresses ------------------------------------------------------------------------------
 
 
+def _ib_guid(redactor: Redactor, match: re.Match[str]) -> str:
+    value = match.group(2) or match.group(3)
+    key = value.lower().removeprefix("0x").replace(":", "")
+    if set(key) <= {"0"} or set(key) <= {"f"}:
+        return match.group(0)
+    return (match.group(1) or "") + redactor.pseudonym("mac", value, key)
+
+
 def _mac(redactor: Redactor, match: re.Match[str]) -> str:
     value = match.group(0)
     if set(value.lower()) <= {"0", ":", "-"} or set(value.lower()) <= {"f", ":", "-"}:
@@ -246,7 +300,10 @@ def _ipv6(redactor: Redactor, match: re.Match[str]) -> str:
     tail = whole[len(run) :]
     if len(run) > 256:
         return whole  # no address is this long: a hex dump, not worth the search
-    starts = [0] + [
+    before = match.string[match.start() - 1 : match.start()]
+    inside_word = before.isalnum() or before == "_"
+    starts = [] if inside_word else [0]
+    starts += [
         i + 1
         for i, c in enumerate(run)
         if c == ":" and run[i + 1 : i + 2] != ":" and (i == 0 or run[i - 1] != ":")
@@ -258,8 +315,7 @@ def _ipv6(redactor: Redactor, match: re.Match[str]) -> str:
             if candidate in p.KEEP_IPS:
                 return whole
             pseudonym = redactor.pseudonym("ip", candidate, p.ip_key(candidate))
-            keep_zone = tail if not zone else tail.replace(zone, "", 1)
-            return run[:start] + pseudonym + keep_zone
+            return run[:start] + pseudonym + tail  # the zone is an interface name: kept
     return whole
 
 
@@ -267,8 +323,10 @@ def _ipv4(redactor: Redactor, match: re.Match[str]) -> str:
     value = match.group(1)
     if value in p.KEEP_IPS or value.startswith("127."):
         return value
-    if p.VERSION_BEFORE.search(match.string[max(0, match.start() - 12) : match.start()]):
+    if p.VERSION_BEFORE.search(match.string[max(0, match.start() - 24) : match.start()]):
         return value
+    if match.string[match.end() : match.end() + 1] in ("-", "+", "~"):
+        return value  # `8.6.1.6-1+cuda12.0`: a package version
     return redactor.pseudonym("ip", value, value)
 
 
@@ -308,9 +366,19 @@ def _has_digit_or_dash(token: str) -> bool:
 
 
 def _prefix_host(redactor: Redactor, match: re.Match[str]) -> str:
-    if not _has_digit_or_dash(match.group(2)):
-        return match.group(0)  # `error: ...`, `warning: ...`: a word before a colon
-    return match.group(1) + _host(redactor, match.group(2))
+    name = match.group(2)
+    if not _has_digit_or_dash(name) or name in TOOLS:
+        return match.group(0)  # `error: ...`, `nccl-tests: ...`: a word or a tool, not a host
+    return match.group(1) + _host(redactor, name)
+
+
+def _wandb_entity(redactor: Redactor, match: re.Match[str]) -> str:
+    if match.group(2) is not None:
+        shown = match.group(1) + _user(redactor, match.group(2))
+        if match.group(4) is not None:
+            shown += match.group(3) + _user(redactor, match.group(4))
+        return shown
+    return match.group(5) + _user(redactor, match.group(6))
 
 
 def _prose_host(redactor: Redactor, match: re.Match[str]) -> str:
@@ -331,45 +399,164 @@ def _fqdn(redactor: Redactor, match: re.Match[str]) -> str:
     value = match.group(0)
     if is_public(value) or p.FILE_SUFFIX.search(value):
         return value
+    labels = value.lower().split(".")
+    if labels[-1] in CODE_TLDS and len(labels) == 2 and not _has_digit_or_dash(labels[0]):
+        return value  # `threading.local`, `torchvision.io`: Python names
+    if match.string[match.end() : match.end() + 1] == "(":
+        return value  # a call: `os.path.join(`
     return _host(redactor, value)
 
 
+_TLD_GATE = "|".join(TLDS).encode()
+
 REPLACEMENTS: Final = (
-    Replacement("secret", p.PEM, _pem),
-    Replacement("secret", p.URL_USERINFO, _url_userinfo),
-    Replacement("secret", p.URL_QUERY, _prefixed(_keep_or_secret)),
-    Replacement("secret", p.SLACK_HOOK, _prefixed(_secret)),
-    Replacement("secret", p.TOKENS, _whole(_secret)),
-    Replacement("secret", p.AUTH_HEADER, _prefixed(_keep_or_secret)),
-    Replacement("secret", p.NETRC, _netrc),
-    Replacement("secret", p.WANDB_LOGIN, _prefixed(_secret)),
-    Replacement("secret", p.KEY_VALUE, _key_value),
-    Replacement("secret", p.CLI_FLAG, _cli_flag),
-    Replacement("secret", p.HIGH_ENTROPY, _entropy),
-    Replacement("email", p.EMAIL, _email),
-    Replacement("account", p.AWS_ACCOUNT, _aws_account),
-    Replacement("account", p.GCP_PROJECT, _gcp_project),
-    Replacement("account", p.AZURE_ID, _prefixed(_lower_account)),
-    Replacement("instance", p.INSTANCE, _instance),
-    Replacement("serial", p.GPU_CSV_LINE, _csv_serials),
-    Replacement("gpu-uuid", p.GPU_UUID, _gpu_uuid),
-    Replacement("serial", p.SERIAL, _serial),
-    Replacement("mac", p.MAC, _mac),
-    Replacement("ip", p.IPV6_RUN, _ipv6),
-    Replacement("ip", p.IPV4, _ipv4),
-    Replacement("user", p.CURL_USER, _curl_user),
-    Replacement("user", p.HOME, _home),
-    Replacement("user", p.USER_CONTEXT, _prefixed(_user)),
-    Replacement("user", p.LS_OWNER, _owner),
-    Replacement("user", p.USER_AT_HOST, _user_at_host),
-    Replacement("host", p.NCCL_HOST, _prefixed(_host)),
-    Replacement("host", p.SYSLOG_HOST, _prefixed(_host)),
-    Replacement("host", p.PREFIX_HOST, _prefix_host),
-    Replacement("host", p.KV_HOST, _prefixed(_host)),
-    Replacement("host", p.PROSE_HOST, _prose_host),
-    Replacement("host", p.HOSTFILE, _prefixed(_host)),
-    Replacement("host", p.HOST_PORT, _host_port),
-    Replacement("host", p.AWS_HOST, _whole(_host)),
-    Replacement("host", p.FQDN_RE, _fqdn),
+    Replacement("secret", p.PEM, _pem, rb"-----begin "),
+    Replacement("secret", p.URL_USERINFO, _url_userinfo, rb"://[^\s/?#@]*@"),
+    Replacement(
+        "secret",
+        p.URL_QUERY,
+        _prefixed(_keep_or_secret),
+        rb"[?&;](?:access_token|id_token|refresh_token|token|api_key|apikey|key|sig|signature|"
+        rb"password|pass|secret|client_secret|code|auth|x-amz-signature|x-amz-credential|"
+        rb"x-amz-security-token|x-goog-signature|x-goog-credential|se|sv)=",
+    ),
+    Replacement("secret", p.SLACK_HOOK, _prefixed(_secret), rb"hooks\.slack\.com/"),
+    Replacement(
+        "secret",
+        p.TOKENS,
+        _whole(_secret),
+        rb"hf_|api_org_|sk-|gh[pousr]_|github_pat_|"
+        rb"(?:akia|asia|abia|acca|agpa|aida|aipa|anpa|anva|aroa|apka)[a-z0-9]{8}|aiza|ya29\.|"
+        rb"1//0|xox[abposre]-|xapp-|eyj[a-z0-9_-]{8}|glpat-|npm_|org-[a-z0-9]{20}",
+    ),
+    Replacement("secret", p.AUTH_HEADER, _prefixed(_keep_or_secret), rb"authorization"),
+    Replacement("secret", p.NETRC, _netrc, rb"machine\s"),
+    Replacement("secret", p.WANDB_LOGIN, _prefixed(_secret), rb"wandb\s+login"),
+    Replacement("secret", p.DB_CLI_PASSWORD, _db_cli, rb"mysql|mariadb|redis-cli|sshpass|sqlcmd"),
+    Replacement(
+        "secret",
+        p.KEY_VALUE,
+        _key_value,
+        rb"pass|pwd|secret|token|key|credential|auth|webhook|dsn|world_info|sharedaccess",
+    ),
+    Replacement(
+        "secret",
+        p.CLI_FLAG,
+        _cli_flag,
+        rb"--[a-z0-9_.-]*(?:pass|pwd|secret|token|key|credential|auth|webhook|dsn|world_info)",
+    ),
+    Replacement("secret", p.HIGH_ENTROPY, _entropy, rb"[a-z0-9+/]{40}"),
+    Replacement("email", p.EMAIL, _email, rb"@[a-z0-9-]+\."),
+    Replacement(
+        "user",
+        p.CONN_STRING,
+        _conn_string,
+        rb"(?:user id|userid|uid|username|user|server|data source|address|addr|accountname)"
+        rb"\s*=[^;]*;",
+    ),
+    Replacement("account", p.AWS_ACCOUNT, _aws_account, rb"arn:aws|[0-9]{12}\.dkr\.ecr\.|account"),
+    Replacement("account", p.BUCKET_ACCOUNT, _bucket_account, rb"(?:s3[an]?|gs)://|\.s3[.-]"),
+    Replacement(
+        "account",
+        p.CLOUD_LABEL,
+        _cloud_label,
+        rb"\.(?:windows\.net|azure\.net|azurecr\.io|azurewebsites\.net|azure\.com|"
+        rb"databricks\.net|databricks\.com|amazonaws\.com|googleapis\.com|appspot\.com|run\.app|"
+        rb"cloudfunctions\.net|firebaseio\.com|snowflakecomputing\.com)",
+    ),
+    Replacement(
+        "account", p.GCP_PROJECT, _gcp_project, rb"projects/|gcr\.io/|-docker\.pkg\.dev/|project"
+    ),
+    Replacement(
+        "account",
+        p.AZURE_ID,
+        _prefixed(_lower_account),
+        rb"subscription|tenant|microsoftonline\.com/|"
+        rb"(?:vm|client|object|principal|app|application)[_-]?id",
+    ),
+    Replacement("account", p.CLIENT_ID, _prefixed(_account), rb"client[_-]?id"),
+    Replacement(
+        "account",
+        p.SCHED_ACCOUNT,
+        _prefixed(_account),
+        rb"slurm_job_account|slurm_account|sbatch_account|salloc_account|pbs_account|"
+        rb"lsb_project_name|#sbatch",
+    ),
+    Replacement("instance", p.INSTANCE, _instance, rb"i-[0-9a-f]{8}|instance[_-]?id"),
+    Replacement("serial", p.GPU_CSV_LINE, _csv_serials, rb"gpu-|nvidia|tesla"),
+    Replacement("gpu-uuid", p.GPU_UUID, _gpu_uuid, rb"(?:gpu|mig)-[0-9a-f]{8}-"),
+    Replacement("serial", p.SERIAL, _serial, rb"serial"),
+    Replacement(
+        "mac", p.IB_GUID, _ib_guid, rb"guid|[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}"
+    ),
+    Replacement(
+        "mac",
+        p.MAC,
+        _mac,
+        rb"[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:[0-9a-f]{2}:|"
+        rb"[0-9a-f]{2}-[0-9a-f]{2}-[0-9a-f]{2}-[0-9a-f]{2}-",
+    ),
+    Replacement(
+        "ip",
+        p.IPV6_RUN,
+        _ipv6,
+        rb"::|[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:",
+    ),
+    Replacement("ip", p.IPV4, _ipv4, rb"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]"),
+    Replacement("user", p.CURL_USER, _curl_user, rb"\s-u|--user"),
+    Replacement(
+        "user",
+        p.HOME,
+        _home,
+        rb"/(?:home|homes|users|user|people|u|scratch)/|[a-z]:\\+users\\|~[a-z_]",
+    ),
+    Replacement(
+        "user",
+        p.USER_CONTEXT,
+        _prefixed(_user),
+        rb"user|logname|[ug]id=[0-9]+\(|owned by|entity|git_author_name|git_committer_name",
+    ),
+    Replacement("user", p.LS_OWNER, _owner, rb"^[-dlcbps][rwxst-]{9}"),
+    Replacement("user", p.USER_AT_HOST, _user_at_host, rb"[a-z0-9_.-]@[a-z0-9]"),
+    Replacement("user", p.WANDB_ENTITY, _wandb_entity, rb"logged in as|wandb\.ai/"),
+    Replacement("host", p.NCCL_HOST, _prefixed(_host), rb"[a-z0-9]:[0-9]+:[0-9]+ \[[0-9]+\]"),
+    Replacement(
+        "host",
+        p.SYSLOG_HOST,
+        _prefixed(_host),
+        rb"^(?:[a-z]{3} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}|"
+        rb"[0-9]{4}-[0-9]{2}-[0-9]{2}t[0-9:.]+)",
+    ),
+    Replacement("host", p.PREFIX_HOST, _prefix_host, rb"^[ \t]*[a-z][a-z0-9-]*[0-9-][a-z0-9-]*: "),
+    Replacement(
+        "host",
+        p.KV_HOST,
+        _prefixed(_host),
+        rb"host|node|master|topology_addr|rdzv|pod_ip|control_?machine|slurmctld",
+    ),
+    Replacement(
+        "host",
+        p.DB_CLI_HOST,
+        _prefixed(_host),
+        rb"(?:mysql|mariadb|psql|pg_|redis-cli|mongo|clickhouse-client|memcstat).*\s-h",
+    ),
+    Replacement(
+        "host",
+        p.PROSE_HOST,
+        _prose_host,
+        rb"(?:on|from|to|at|of) (?:host|node|machine|server) |connect|resolve host|unknown host|"
+        rb"hostfile|virtualmachines/|pdsh@",
+    ),
+    Replacement("host", p.HOSTFILE, _prefixed(_host), rb"\sslots\s*="),
+    Replacement(
+        "host",
+        p.HOST_PORT,
+        _host_port,
+        rb"(?:^|[^a-z0-9_.:/@-])\[?[a-z][a-z0-9-]*\]?:[0-9]{2}",
+    ),
+    Replacement(
+        "host", p.AWS_HOST, _whole(_host), rb"ip-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}"
+    ),
+    Replacement("host", p.FQDN_RE, _fqdn, rb"[a-z0-9]\.(?:" + _TLD_GATE + rb")(?:[^a-z0-9_-]|$)"),
 )
 """Every row, in the order applied (see the module docstring for why this order)."""

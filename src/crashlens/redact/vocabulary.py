@@ -1,7 +1,7 @@
 """The redactor's word lists, kept as data in `vocabulary.toml` beside this module.
 
 The lists say what is *not* personal: system accounts, words too common to be a host name,
-public services, file suffixes; and which last labels make a dotted name a host.
+public services, file suffixes, tool names; and which last labels make a dotted name a host.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ TLDS: Final = tuple(_LISTS["tlds"])
 """Last labels of a fully qualified host name, in the order the host regex tries them."""
 FILE_SUFFIXES: Final = tuple(_LISTS["file_suffixes"])
 """Suffixes that make a dotted name a file, not a host."""
+TOOLS: Final = frozenset(_LISTS["tools"])
+"""Programs that print their name before a colon at a line's start: not hosts."""
+CODE_TLDS: Final = frozenset(_LISTS["code_tlds"])
+"""Last labels that are also Python attribute names (`threading.local`)."""
 
 
 def is_public(domain: str) -> bool:
