@@ -110,3 +110,41 @@ def redact_lines(text: str, lines: dict[int, int], apply: Apply) -> str:
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+class Literals:
+    """Every occurrence of a set of byte strings, overlapping ones included, with Hyperscan's
+    literal compiler; `None` from `build()` where Hyperscan is missing (the caller falls back
+    to one `re` alternation)."""
+
+    def __init__(self, database: Any, tokens: Sequence[bytes]) -> None:
+        self._database = database
+        self._lengths = tuple(len(token) for token in tokens)
+
+    @classmethod
+    def build(cls, tokens: Sequence[bytes]) -> Literals | None:
+        try:
+            import hyperscan
+        except ImportError:
+            return None
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        database.compile(
+            expressions=list(tokens),
+            ids=list(range(len(tokens))),
+            elements=len(tokens),
+            flags=[0] * len(tokens),
+            literal=True,
+        )
+        return cls(database, tokens)
+
+    def spans(self, folded: bytes) -> list[tuple[int, int, int]]:
+        """(start, end, token index) of every occurrence, leftmost first, longest first."""
+        found: list[tuple[int, int, int]] = []
+        lengths = self._lengths
+
+        def on_match(index: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            found.append((end - lengths[index], end, index))
+
+        self._database.scan(folded, match_event_handler=on_match)
+        found.sort(key=lambda span: (span[0], -span[1]))
+        return found

@@ -13,10 +13,10 @@ share of one multi-pattern pass.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import partial
 
-from crashlens.redact.gates import Gates, fold, redact_lines
+from crashlens.redact.gates import Gates, Literals, fold, redact_lines
 from crashlens.redact.patterns import (
     FILE_SUFFIX,
     KEEP_IPS,
@@ -35,6 +35,8 @@ _LINE_ROWS = REPLACEMENTS[1:]
 _GATES: dict[str, Gates] = {}
 _HOSTLIST = re.compile(r"^(.*?)\[([\d,-]+)\](.*)$")
 _MAX_EXPANDED = 256
+_BIG = 64 * 1024
+"""Texts this long look learned names up with Hyperscan (its set is compiled once per change)."""
 _HOST_EDGE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-")
 """Characters that continue a host name: a learned host is replaced only between others."""
 _NAME_EDGE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
@@ -73,6 +75,11 @@ class Redactor:
         replaced as a whole `-`-joined token; a numbered host (`trn-h100-031`), a user or an
         account (loose) even inside `a-b`/`a_b` names (`env-trn-h100-031.txt`)."""
         self._learned_re: re.Pattern[bytes] | None = None
+        self._learned_tokens: list[bytes] = []
+        self._learned_literals: Literals | None = None
+        self._backend = backend
+        self._hosts_seen: dict[str, str | None] = {}
+        """learn_host's answers: a host is seen on every line of a pdsh log."""
         self._gates = gates(backend)
         self._subs: tuple[Replace, ...] = ()
         self._line_subs = tuple(partial(row.replace, self) for row in _LINE_ROWS)
@@ -109,6 +116,13 @@ class Redactor:
 
     def learn_host(self, name: str) -> str | None:
         """Register a host name: it is replaced wherever it appears as a token."""
+        if name in self._hosts_seen:
+            return self._hosts_seen[name]
+        found = self._learn_host(name)
+        self._hosts_seen[name] = found
+        return found
+
+    def _learn_host(self, name: str) -> str | None:
         name = name.strip().strip("[]\"'").rstrip(".")
         if not name or PSEUDONYM_RE.fullmatch(name) or is_public(name):
             return None
@@ -159,6 +173,7 @@ class Redactor:
         if key not in self._learned:
             self._learned[key] = (pseudonym, loose)
             self._learned_re = None
+            self._learned_literals = None
 
     def learn(self, text: str) -> None:
         """Learn the hosts, users, accounts and values `text` names, writing nothing."""
@@ -196,17 +211,15 @@ class Redactor:
         """Last: every host, user and account learned so far, wherever it stands."""
         if not self._learned:
             return text
-        if self._learned_re is None:
-            tokens = sorted(self._learned, key=len, reverse=True)
-            self._learned_re = re.compile(b"|".join(re.escape(t) for t in tokens))
         folded = fold(text)
         learned = self._learned
         pieces: list[str] = []
         position = 0
         size = len(folded)
-        for match in self._learned_re.finditer(folded):
-            start, end = match.span()
-            pseudonym, loose = learned[match.group(0)]
+        for start, end, token in self._learned_spans(folded):
+            if start < position:
+                continue
+            pseudonym, loose = learned[token]
             edge = _NAME_EDGE if loose or names else _HOST_EDGE
             if start > 0 and folded[start - 1] in edge:
                 continue
@@ -219,6 +232,26 @@ class Redactor:
             return text
         pieces.append(text[position:])
         return "".join(pieces)
+
+    def _learned_spans(self, folded: bytes) -> Iterator[tuple[int, int, bytes]]:
+        """Where learned names stand in `folded`, leftmost first, longest first at a place.
+
+        Big texts go through Hyperscan's literal matcher (built again only when something
+        new was learned); small ones, or without Hyperscan, through one `re` alternation."""
+        if len(folded) >= _BIG and self._backend != "python":
+            if self._learned_literals is None:
+                self._learned_tokens = list(self._learned)
+                self._learned_literals = Literals.build(self._learned_tokens)
+            if self._learned_literals is not None:
+                tokens = self._learned_tokens
+                for start, end, index in self._learned_literals.spans(folded):
+                    yield start, end, tokens[index]
+                return
+        if self._learned_re is None:
+            ordered = sorted(self._learned, key=len, reverse=True)
+            self._learned_re = re.compile(b"|".join(re.escape(t) for t in ordered))
+        for match in self._learned_re.finditer(folded):
+            yield match.start(), match.end(), match.group(0)
 
 
 def _expand_hostlist(name: str) -> list[str]:

@@ -483,7 +483,7 @@ REPLACEMENTS: Final = (
         rb"lsb_project_name|#sbatch",
     ),
     Replacement("instance", p.INSTANCE, _instance, rb"i-[0-9a-f]{8}|instance[_-]?id"),
-    Replacement("serial", p.GPU_CSV_LINE, _csv_serials, rb"gpu-|nvidia|tesla"),
+    Replacement("serial", p.GPU_CSV_LINE, _csv_serials, rb"(?:^|,)\s*[0-9]{10,16}\s*(?:,|$)"),
     Replacement("gpu-uuid", p.GPU_UUID, _gpu_uuid, rb"(?:gpu|mig)-[0-9a-f]{8}-"),
     Replacement("serial", p.SERIAL, _serial, rb"serial"),
     Replacement(
@@ -532,7 +532,8 @@ REPLACEMENTS: Final = (
         "host",
         p.KV_HOST,
         _prefixed(_host),
-        rb"host|node|master|topology_addr|rdzv|pod_ip|control_?machine|slurmctld",
+        rb"(?:host|node|master|topology|rdzv|pod|machine)[a-z_ -]{0,12}[\"']?\s*[=:]|"
+        rb"--(?:master[_-]addr|rdzv[_-]endpoint|host|hostname|node)[= ]",
     ),
     Replacement(
         "host",
