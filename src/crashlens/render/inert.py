@@ -68,7 +68,7 @@ def maybe_visible(text: str | None) -> str | None:
 _MD_ACTIVE = re.compile(r"([\\`\[\]<|&])")
 """What can open a code span, a link or an image, raw HTML, an entity or a table cell in
 running text. Emphasis characters are left alone: at worst they change a word's style."""
-_MD_LINE_START = re.compile(r"^([ \t]*)(?:([-+=>#])|(\d+)([.)]))")
+_MD_LINE_START = re.compile(r"^()(?:([-+=>#*_~])|(\d+)([.)]))")
 """What would make a line a list item, a heading (or its underline) or a quote."""
 _MENTION = re.compile(r"(?<![\w@])@(?=[A-Za-z0-9])")
 """An `@` GitHub would turn into a mention (or a team ping); not one inside `user@host`."""
@@ -79,7 +79,7 @@ def md_text(text: str) -> str:
 
     Markdown's active characters are backslash-escaped (they show as themselves); an `@` that
     would start a mention gets a zero-width space after it (GitHub mentions ignore escapes)."""
-    text = visible(text)
+    text = visible(text).lstrip(" \t")  # four spaces in front would make a code block
     text = _MD_ACTIVE.sub(r"\\\1", text)
     text = _MENTION.sub("@&#8203;", text)
     return _MD_LINE_START.sub(_line_start, text)
@@ -104,6 +104,8 @@ def md_code(text: str) -> str:
     The delimiter is one backtick longer than the longest run inside; a space pads content that
     starts or ends with a backtick or a space (CommonMark strips one from each side)."""
     text = visible(text)
+    if not text:
+        return ""  # CommonMark has no empty code span: "``" would show as two backticks
     fence = "`" * (_longest_run(text, "`") + 1)
     if text.startswith(("`", " ")) or text.endswith(("`", " ")):
         text = f" {text} "
