@@ -317,3 +317,34 @@ def test_a_member_bigger_than_the_memory_limit_is_streamed(tmp_path: Path) -> No
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("analyzed None")
+
+
+def test_a_tarball_stops_at_a_bomb_member_rather_than_decompress_past_it(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as handle:
+        noise = os.urandom(MIB)  # does not compress: the archive as a whole expands little
+        members = (
+            ("a/noise.bin", noise),
+            ("a/train.log", BUS_ERROR),
+            ("b/core.log", bytes(16 * MIB)),
+        )
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            handle.addfile(info, io.BytesIO(data))
+        info = tarfile.TarInfo("c/after.log")
+        info.size = len(FILLER)
+        handle.addfile(info, io.BytesIO(FILLER))
+    archive = tmp_path / "job.tar.gz"
+    archive.write_bytes(buffer.getvalue())
+    report = analyze([str(archive)])
+    statuses = {item.path: item for item in report.inputs}
+    assert statuses[f"{archive}!a/train.log"].status == "analyzed"
+    assert "expands more than 200x" in (statuses[f"{archive}!b/core.log"].reason or "")
+    assert f"{archive}!c/after.log" not in statuses
+    rest = statuses[str(archive)]
+    assert rest.reason == (
+        "rest of the archive not read: b/core.log expands like a compression bomb, "
+        "and the members after it lie past all of it"
+    )
+    assert report.verdict == "shm"

@@ -45,6 +45,8 @@ class Notes:
         self.base = first
         """What was known before reading (how the input was reached): members inherit it."""
         self._items: list[str] = list(first)
+        self.bomb = False
+        """Set when the stream was cut for expanding past the ratio limit."""
 
     def add(self, text: str) -> None:
         if text not in self._items:
@@ -397,6 +399,8 @@ class Bounded(_Reader):
         self._raw_start = budget.raw if budget is not None else 0
         self.count = 0
         self._done = False
+        self._limit_reason: str | None = None
+        self._bomb = False
 
     def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
@@ -412,17 +416,20 @@ class Bounded(_Reader):
         return b"".join(parts)
 
     def _read_some(self, size: int) -> bytes:
+        if self._limit_reason is not None:
+            self._at_limit(self._limit_reason)
+            return b""
         ask = size
         if self._cap is not None:
             room = self._cap - self.count
             if room <= 0:
-                self._at_cap()
+                self._at_limit(f" ({self._cap_reason}): the rest was not read")
                 return b""
             ask = min(ask, room)
         try:
             data = self._inner.read(ask)
         except Exception as error:  # whatever the stream under it raises, the input is kept
-            self._stop(self._explain(error))
+            self._stop(f": {self._explain(error)}")
             return b""
         if not data:
             self._done = True
@@ -446,25 +453,27 @@ class Bounded(_Reader):
                     f"it expands more than {ratio:g}x ({mib(stored)} stored gave "
                     f"{mib(self.count)}: a compression bomb? {ENVIRONMENT['ratio'][0]})"
                 )
+                self._bomb = True
         if exceeded is not None:
-            self._stop(exceeded)
+            self._limit_reason = f": {exceeded}"  # said only if the stream goes on past it
 
     def _stop(self, why: str) -> None:
+        """End here with a note: `why` follows `cut after N` (starting with `:` or ` (`)."""
         cut = f"cut after {mib(self.count)}"
         if not any(note.startswith(cut) for note in self._notes()):  # one cut, one note
-            self._notes.add(f"{cut}: {why}")
+            self._notes.add(f"{cut}{why}")
         self._done = True
 
-    def _at_cap(self) -> None:
+    def _at_limit(self, why: str) -> None:
+        """Stop at a limit; say so when the stream had more to give (not at its very end)."""
         self._done = True
         try:
             more = self._inner.read(1)
-        except Exception:  # the end was near anyway: nothing more to say than the cut
+        except Exception:  # the stream broke right at the limit: it was cut all the same
             more = b"?"
         if more:
-            self._notes.add(
-                f"cut after {mib(self.count)} ({self._cap_reason}): the rest was not read"
-            )
+            self._stop(why)
+            self._notes.bomb = self._notes.bomb or self._bomb
 
     def close(self) -> None:
         try:
