@@ -1,0 +1,162 @@
+"""Long fuzz runs of every harness in `tests/fuzz_harnesses.py`, spread over the time given.
+
+    python bench/fuzz.py --minutes 30 [--jobs 2] [--harness parse,pipeline] [--seed 1]
+
+Each worker process cycles through the harnesses in slices of a few hundred examples, each
+slice with a new seed. A failing example is shrunk by hypothesis, then recorded once per
+distinct failure (exception type and the innermost crashlens frame) under
+bench/out/fuzz/<signature>.txt with its minimal input, and fuzzing goes on: a known failure
+is not reported again. Each worker runs under a memory limit (`--memory-gib`), so a blow-up
+is a `MemoryError` finding, and each input under a wall-clock deadline (`--deadline`), so a
+hang is a finding too. Prints examples, examples/s and crashes per harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out" / "fuzz"
+sys.path.insert(0, str(ROOT / "tests"))
+
+import fuzz_harnesses  # noqa: E402  (a test helper module, found through the path above)
+
+SHRINK_SECONDS = 120.0
+"""Time given to hypothesis to shrink one failure before the smallest so far is recorded."""
+
+
+def _slice(name: str, seed: int, examples: int, deadline_s: float) -> tuple[int, list[str]]:
+    """Run one slice of a harness; returns (examples run, signatures of new failures)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as with_seed
+
+    harness = fuzz_harnesses.HARNESSES[name]
+    known = {p.stem for p in OUT.glob(f"{name}-*.txt")}
+    count = 0
+    failing: dict[str, Any] = {}
+    shrink_until = [0.0]
+
+    @with_seed(seed)
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(harness.strategy)
+    def run(drawn: Any) -> None:
+        nonlocal count
+        shrinking = "sig" in failing
+        if shrinking and time.monotonic() > shrink_until[0]:
+            return  # shrinking is over budget: the smallest failure so far is kept
+        count += 1
+        try:
+            # while shrinking a hang, a quarter of the deadline still counts as one
+            with fuzz_harnesses.deadline(deadline_s / 4 if shrinking else deadline_s):
+                harness.check(drawn)
+        except Exception as error:
+            found = fuzz_harnesses.signature(name, error)
+            if found in known or (shrinking and found != failing["sig"]):
+                return  # recorded already (or another failure): keep fuzzing for new ones
+            if not shrinking:
+                shrink_until[0] = time.monotonic() + SHRINK_SECONDS
+            failing.update(sig=found, input=drawn, error=error)
+            raise
+
+    try:
+        run()
+    except Exception as error:
+        if "sig" not in failing:
+            raise
+        _record(failing["sig"], failing["input"], failing["error"], error)
+        return count, [failing["sig"]]
+    return count, []
+
+
+def _record(sig: str, drawn: Any, error: BaseException, outer: BaseException) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    if isinstance(drawn, tuple) and len(drawn) > 1 and isinstance(drawn[1], bytes):
+        (OUT / f"{sig}.bin").write_bytes(drawn[1])  # the input itself, byte for byte
+        shown = repr((drawn[0].kind, drawn[0].name, *drawn[2:], f"{len(drawn[1])} bytes in .bin"))
+    else:
+        shown = repr(drawn)[:200_000]
+    text = [f"# {sig}", "", "minimal input (repr):", shown, "", "traceback:"]
+    text.extend(traceback.format_exception(error))
+    (OUT / f"{sig}.txt").write_text("\n".join(text), encoding="utf-8", errors="replace")
+
+
+def worker(names: list[str], stop_at: float, seed: int, args: argparse.Namespace) -> dict:
+    import warnings
+
+    warnings.simplefilter("ignore")  # hypothesis warns about the repr of large inputs
+    limit = int(args.memory_gib * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    fuzz_harnesses._BACKEND[0] = args.backend
+    stats = {name: {"examples": 0, "seconds": 0.0, "crashes": []} for name in names}
+    turn = 0
+    while time.monotonic() < stop_at:
+        name = names[turn % len(names)]
+        started = time.monotonic()
+        try:
+            count, found = _slice(name, seed * 100_003 + turn, args.slice, args.deadline)
+        except Exception as error:  # the harness itself broke: say so, go on
+            print(f"[worker {seed}] {name}: harness error {error!r}"[:300], flush=True)
+            count, found = 0, []
+        stats[name]["examples"] += count
+        stats[name]["seconds"] += time.monotonic() - started
+        stats[name]["crashes"].extend(found)
+        # one line per slice, so that an interrupted run can still be totted up
+        print(f"slice {name} {count} {time.monotonic() - started:.1f}", flush=True)
+        for sig in found:
+            print(f"[worker {seed}] new failure: {sig}", flush=True)
+        turn += 1
+    return stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--harness", default=",".join(fuzz_harnesses.HARNESSES))
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
+    parser.add_argument("--slice", type=int, default=200, help="examples per slice")
+    parser.add_argument("--deadline", type=float, default=10.0, help="seconds per input")
+    parser.add_argument("--memory-gib", type=float, default=3.0, help="per worker")
+    parser.add_argument("--backend", default="auto", choices=["auto", "hyperscan", "python"])
+    args = parser.parse_args()
+    names = [n for n in args.harness.split(",") if n]
+    stop_at = time.monotonic() + args.minutes * 60
+    started = time.monotonic()
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+        jobs = [
+            pool.apply_async(worker, (names[j:] + names[:j], stop_at, args.seed + j, args))
+            for j in range(args.jobs)
+        ]
+        results = [job.get() for job in jobs]
+    total: dict[str, dict] = {n: {"examples": 0, "seconds": 0.0, "crashes": []} for n in names}
+    for stats in results:
+        for name, item in stats.items():
+            total[name]["examples"] += item["examples"]
+            total[name]["seconds"] += item["seconds"]
+            total[name]["crashes"].extend(item["crashes"])
+    print(f"fuzzed {time.monotonic() - started:.0f} s with {args.jobs} worker(s), seed {args.seed}")
+    print(f"{'harness':<10} {'examples':>9} {'cpu-min':>8} {'ex/s':>7}  new crashes")
+    for name, item in total.items():
+        rate = item["examples"] / item["seconds"] if item["seconds"] else 0.0
+        crashes = ", ".join(item["crashes"]) or "0"
+        print(
+            f"{name:<10} {item['examples']:>9} {item['seconds'] / 60:>8.1f} {rate:>7.1f}  {crashes}"
+        )
+    print(f"failures recorded so far: {len(list(OUT.glob('*.txt')))} in {OUT}")
+
+
+if __name__ == "__main__":
+    main()
