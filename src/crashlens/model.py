@@ -36,6 +36,14 @@ class InputKind(StrEnum):
     """`ulimit -a` output (bash or dash)."""
     TORCHELASTIC_ERROR = "torchelastic_error"
     """The JSON file written to TORCHELASTIC_ERROR_FILE by a failed worker."""
+    KUBECTL_JSON = "kubectl_json"
+    """Kubernetes objects as `kubectl get -o json` / `-o yaml` prints them: a pod or a list of
+    pods, events, a Kubeflow PyTorchJob or a JobSet with its status."""
+    KUBECTL_TEXT = "kubectl_text"
+    """`kubectl describe pod` text and the `kubectl get events` table."""
+    SLURM_JOB = "slurm_job"
+    """Slurm's record of a job: `sacct` (`--parsable2` or the fixed-width table) and
+    `scontrol show job`."""
     OTHER = "other"
     """Plain text of unknown origin: every line is still scanned by the generic rules."""
 

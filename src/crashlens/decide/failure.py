@@ -12,10 +12,15 @@ as a cause (a root hit), or that prints an error of the CUDA or NCCL catalogs:
    interpreter shuts down) does when no other process died. Alarming lines before it are
    something the run went on from; lines after it are teardown (finalizers, a crash at
    interpreter exit). Only an error that is the log's last output after the finish, and
-   that is not a finalizer's, still counts: the program failed after its training loop.
+   that is not a finalizer's, still counts: the program failed after its training loop; so
+   does a platform's record of the end (a container's state, a sacct/scontrol state), which
+   is written after the log's last line.
 2. **A death sign means the run failed** (`DIED`), unless it is how an outside stop looks:
-   SIGINT, SIGTERM, SIGHUP, exit 130 / 143, `KeyboardInterrupt`, and, once a scheduler has
-   stopped the job, its SIGKILL. Those make the ending `STOPPED` when nothing else died.
+   SIGINT, SIGTERM, SIGHUP, exit 130 / 143, `KeyboardInterrupt`, a Slurm `TIMEOUT`,
+   `PREEMPTED` or `CANCELLED` state, a pod preempted by the scheduler or evicted through the
+   API (its `DisruptionTarget` reason), and, once a scheduler has stopped the job, its SIGKILL
+   (exit 137, a container's `Error` with exit code 137). Those make the ending `STOPPED`
+   when nothing else died.
 3. **Otherwise nothing says how it ended** (`UNKNOWN`): a log that simply stops.
 
 Each sign says which mechanism it shows; `DEATH_SIGNS` ranks them, so the report names the
@@ -79,6 +84,9 @@ DIED_K8S = frozenset(
     }
 )
 STOPPED_K8S = frozenset({"Preempting", "Shutdown", "NodeShutdown"})
+STOPPED_K8S_DISRUPTIONS = frozenset({"PreemptionByScheduler", "EvictionByEvictionAPI"})
+"""`DisruptionTarget` reasons of an outside stop (a higher-priority pod, a drain); the
+kubelet's own `TerminationByKubelet` (node pressure) is a failure."""
 KERNEL_DEATHS = {
     "kernel.oom_kill": "the kernel's OOM killer killed a process",
     "kernel.panic": "the kernel panicked",
@@ -253,7 +261,7 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         add(Ending.DIED, "exit", "Open MPI reports a process that exited with a non-zero status")
     elif key == "slurm.oom_kill_events":
         add(Ending.DIED, "state", "Slurm detected an OOM kill in the job step")
-    elif key == "k8s.reason":
+    elif key in ("k8s.reason", "k8s.event"):
         reason = str(value)
         if reason in DIED_K8S:
             add(Ending.DIED, "state", f"Kubernetes reports the container or pod as {reason}")
@@ -261,6 +269,12 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
             add(Ending.STOPPED, "scheduler", f"Kubernetes reports {reason}")
         elif reason == "Completed":
             add(Ending.COMPLETED, "completed", "Kubernetes reports the container Completed")
+    elif key == "k8s.disruption" and value in STOPPED_K8S_DISRUPTIONS:
+        add(Ending.STOPPED, "scheduler", f"Kubernetes stopped the pod from outside ({value})")
+    elif key == "k8s.job_condition" and value == "Failed":
+        add(Ending.DIED, "state", f"the {item.attr('kind') or 'training job'} failed")
+    elif key == "k8s.job_condition" and value == "Succeeded":
+        add(Ending.COMPLETED, "completed", f"the {item.attr('kind') or 'training job'} succeeded")
     elif key in KERNEL_DEATHS:
         add(Ending.DIED, "kernel", KERNEL_DEATHS[key])
     return found
@@ -386,6 +400,9 @@ def _scheduler_stopped(stops: Sequence[Sign]) -> bool:
 
 def _is_stop_kill(sign: Sign) -> bool:
     value = sign.fact.value
+    if sign.fact.key == "k8s.reason":
+        # A container killed after the grace period reads `Error` with exit code 137.
+        return value == "Error" and sign.fact.attr("exit_code") == 137
     if sign.kind == "signal":
         return value in ("SIGKILL", "Killed")
     return sign.kind == "exit" and value in (-9, 137)
@@ -401,11 +418,24 @@ def _errors_after_finish(finishes: Sequence[Sign], deaths: Sequence[Sign]) -> li
     return [
         s
         for s in deaths
-        if s.fact.key == "log.ends_with"
-        and s.fact.value in ("traceback", "exception")
-        and s.fact.attr("teardown") is not True
-        and (s.fact.lineno or 0) > last_finish.get(s.fact.path, 1 << 62)
+        if (
+            s.fact.key == "log.ends_with"
+            and s.fact.value in ("traceback", "exception")
+            and s.fact.attr("teardown") is not True
+            and (s.fact.lineno or 0) > last_finish.get(s.fact.path, 1 << 62)
+        )
+        or _final_record(s)
     ]
+
+
+def _final_record(sign: Sign) -> bool:
+    """A platform's record of how the process ended (a pod's current container state, a
+    Slurm state read from sacct or scontrol): written after the log's last line, so a
+    death there follows any finish the log printed (the save after the metrics was killed)."""
+    item = sign.fact
+    if item.key == "k8s.reason":
+        return item.attr("state") in ("state", "pod") and item.attr("container") is not None
+    return item.key == "slurm.state" and item.attr("step") is not None
 
 
 @dataclass(frozen=True, slots=True)

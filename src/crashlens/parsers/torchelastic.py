@@ -49,8 +49,8 @@ class TorchElasticErrorParser(DocumentParser):
     @staticmethod
     def sniff(head: str) -> float:
         stripped = head.lstrip("\ufeff \t\r\n")
-        if not stripped.startswith("{") or '"message"' not in head:
-            return 0.0
+        if not stripped.startswith("{") or '"message"' not in head or '"apiVersion"' in head:
+            return 0.0  # a Kubernetes object (events, pods) has messages too
         if '"py_callstack"' in head or '"extraInfo"' in head:
             return 1.0  # ErrorHandler's own field names: nothing else writes them
         if '"timestamp"' in head or '"errorCode"' in head:

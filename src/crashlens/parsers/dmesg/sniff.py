@@ -34,6 +34,8 @@ def sniff_kernel_log(head: str) -> float:
     """Score that `head` is a kernel log (see `KernelLogParser.sniff`)."""
     if _SNIFF_HEADER.search(head[:4096]):
         return 0.95
+    if '"apiVersion"' in head[:4096] and head.lstrip()[:1] in ("{", "["):
+        return 0.0  # Kubernetes events JSON quotes the kernel's OOM line in its messages
     lines = [line.rstrip("\r") for line in head.split("\n")[:_SNIFF_LINES] if line.strip()]
     if not lines:
         return 0.0

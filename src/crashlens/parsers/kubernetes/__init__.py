@@ -1,0 +1,34 @@
+"""Kubernetes inputs: objects as `kubectl get -o json|yaml` prints them (`objects.py`) and
+`kubectl describe pod` / `kubectl get events` text (`describe.py`).
+
+Both kinds produce the same facts, so rules and the failure detector read a pod the same way
+whichever form it came in. `k8s.reason` and `k8s.exit_code` are the keys the plain-text
+collector already writes for such lines (`launcher/deaths.py`): the failure detector reads them.
+
+Facts (each with its line number where the parser can find it, and the line as text):
+
+* `k8s.reason`: str a container state's reason (`OOMKilled`, `Error`, `Completed`,
+  `ContainerCannotRun`, `StartError`, `CrashLoopBackOff`) or the pod's `status.reason`
+  (`Evicted`, `Preempting`, `NodeShutdown`); attrs pod, container, state (`state`,
+  `lastState`, `waiting` or `pod`), exit_code (the terminated state's), message.
+* `k8s.exit_code`: int a terminated container's exit code; attrs pod, container, state, reason.
+* `k8s.eviction`: str the resource an eviction names (`memory`, `ephemeral-storage`, `inodes`,
+  `pids`, or the pressure condition `MemoryPressure`, `DiskPressure`, `PIDPressure`); attrs
+  pod, message.
+* `k8s.disruption`: str a `DisruptionTarget` condition's reason (`PreemptionByScheduler`,
+  `TerminationByKubelet`, `DeletionByTaintManager`, `EvictionByEvictionAPI`,
+  `DeletionByPodGC`); attrs pod, message.
+* `k8s.event`: str an event's reason (`OOMKilling`, `Evicted`, `FailedScheduling`, `BackOff`,
+  `Killing`, `Preempting`, ...); attrs type (`Normal` / `Warning`), object, count, message.
+* `k8s.node`: str the node a pod ran on; attrs pod.
+* `k8s.phase`: str a pod's phase (`Running`, `Succeeded`, `Failed`, `Pending`); attrs pod.
+* `k8s.restart_count`: int a container's restart count; attrs pod, container.
+* `k8s.memory_limit_bytes`, `k8s.memory_request_bytes`: int a container's memory limit and
+  request; attrs pod, container.
+* `k8s.job_condition`: str the last true condition of a Kubeflow job (PyTorchJob, TFJob, MPIJob,
+  ...) or a JobSet (`Failed`, `Succeeded`, `Suspended`, `Running`, `Created`); attrs kind,
+  job, reason, message.
+* `k8s.replica_failed`: str a replica type (PyTorchJob `Master` / `Worker`) or replicated job
+  (JobSet) with failed replicas; attrs kind, job, failed (count), first (True for the one the
+  job's `Failed` condition names, the first to fail).
+"""

@@ -1,0 +1,159 @@
+"""Kubernetes inputs: kubectl JSON/YAML objects and describe / get events text."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashlens.model import Fact
+from crashlens.parsers.base import safe_sniff
+from crashlens.parsers.kubernetes.common import eviction_resource, quantity_bytes
+from crashlens.parsers.kubernetes.describe import KubectlTextParser
+from crashlens.parsers.kubernetes.objects import KubectlJsonParser
+
+from conftest import SAMPLES, sample_text
+
+JSON = KubectlJsonParser()
+TEXT = KubectlTextParser()
+
+
+def _facts(parser: KubectlJsonParser | KubectlTextParser, name: str) -> list[Fact]:
+    return list(parser.parse(sample_text(name), name).facts)
+
+
+def _values(facts: list[Fact], key: str) -> list[object]:
+    return [f.value for f in facts if f.key == key]
+
+
+@pytest.mark.parametrize("path", sorted((SAMPLES / "kubectl_json").iterdir()), ids=lambda p: p.name)
+def test_every_json_sample_sniffs_high_and_not_as_text(path) -> None:
+    head = path.read_text(encoding="utf-8")
+    assert safe_sniff(JSON, head) >= 0.9
+    assert safe_sniff(TEXT, head) == 0.0
+
+
+@pytest.mark.parametrize("path", sorted((SAMPLES / "kubectl_text").iterdir()), ids=lambda p: p.name)
+def test_every_text_sample_sniffs_high_and_not_as_json(path) -> None:
+    head = path.read_text(encoding="utf-8")
+    assert safe_sniff(TEXT, head) >= 0.9
+    assert safe_sniff(JSON, head) == 0.0
+
+
+def test_pod_json_error_137_with_crash_loop() -> None:
+    facts = _facts(JSON, "kubectl_json/pod_json_k8s_1.1_memtest_error_137_REPRO.json")
+    error = next(f for f in facts if f.key == "k8s.reason" and f.value == "Error")
+    assert error.attr("state") == "lastState" and error.attr("exit_code") == 137
+    assert error.attr("container") == "memtest" and error.attr("pod") == "memtest"
+    assert "Error" in error.text and error.lineno is not None
+    assert "CrashLoopBackOff" in _values(facts, "k8s.reason")
+    assert _values(facts, "k8s.exit_code") == [137]
+    assert _values(facts, "k8s.restart_count") == [3]
+    assert _values(facts, "k8s.memory_limit_bytes") == [100 * 1024**2]
+    assert _values(facts, "k8s.node") == ["node-01"]
+
+
+def test_pod_list_evicted_for_ephemeral_storage() -> None:
+    facts = _facts(JSON, "kubectl_json/pod_list_evicted_ephemeral_storage_REPRO.json")
+    assert _values(facts, "k8s.eviction") == ["ephemeral-storage"]
+    assert _values(facts, "k8s.disruption") == ["TerminationByKubelet"]
+    assert "Evicted" in _values(facts, "k8s.reason")
+    assert _values(facts, "k8s.phase") == ["Failed"]
+    assert _values(facts, "k8s.memory_request_bytes") == [1024**3]
+
+
+def test_pod_yaml_oomkilled_with_exit_code_0() -> None:
+    facts = _facts(JSON, "kubectl_json/pod_yaml_oomkilled_exit_code_0_phase_succeeded_REPRO.yaml")
+    oom = next(f for f in facts if f.value == "OOMKilled")
+    assert oom.attr("container") == "main" and oom.attr("exit_code") == 0
+    assert "Completed" in _values(facts, "k8s.reason")  # the init container
+    assert _values(facts, "k8s.phase") == ["Succeeded"]
+    assert _values(facts, "k8s.memory_limit_bytes") == [4 * 1024**3]
+
+
+def test_events_json() -> None:
+    facts = _facts(JSON, "kubectl_json/events_json_npd_oomkilling_REPRO.json")
+    events = [f for f in facts if f.key == "k8s.event"]
+    assert [e.value for e in events] == ["OOMKilling", "BackOff"]
+    assert events[0].attr("object") == "Node/node-03" and events[0].attr("type") == "Warning"
+    assert events[1].attr("count") == 6
+
+
+def test_pytorchjob_names_the_failed_replica() -> None:
+    facts = _facts(JSON, "kubectl_json/pytorchjob_worker_failed_master_running_REPRO.yaml")
+    condition = next(f for f in facts if f.key == "k8s.job_condition")
+    assert condition.value == "Failed" and condition.attr("kind") == "PyTorchJob"
+    failed = [f for f in facts if f.key == "k8s.replica_failed"]
+    assert [(f.value, f.attr("failed"), f.attr("first")) for f in failed] == [("Worker", 1, True)]
+
+
+def test_describe_evicted_for_memory() -> None:
+    facts = _facts(TEXT, "kubectl_text/describe_pod_evicted_memory_preemptible_node_REPRO.txt")
+    assert _values(facts, "k8s.eviction") == ["memory"]
+    assert _values(facts, "k8s.reason") == ["Evicted"]
+    assert _values(facts, "k8s.memory_limit_bytes") == [10 * 10**9]
+    assert _values(facts, "k8s.memory_request_bytes") == [7 * 10**9]
+    evicted = next(f for f in facts if f.key == "k8s.event" and f.value == "Evicted")
+    assert evicted.attr("source") == "kubelet, gke-general-preemptible-pool-0000"
+
+
+def test_describe_last_state_oomkilled() -> None:
+    facts = _facts(TEXT, "kubectl_text/describe_pod_last_state_oomkilled_restarts_REPRO.txt")
+    oom = next(f for f in facts if f.key == "k8s.reason")
+    assert (oom.value, oom.attr("state"), oom.attr("container")) == (
+        "OOMKilled",
+        "lastState",
+        "api",
+    )
+    assert _values(facts, "k8s.exit_code") == [137]
+    assert _values(facts, "k8s.restart_count") == [4]
+    assert _values(facts, "k8s.node") == ["node-04"]
+    backoff = next(f for f in facts if f.key == "k8s.event" and f.value == "BackOff")
+    assert backoff.attr("count") == 9
+
+
+def test_get_events_table() -> None:
+    facts = _facts(TEXT, "kubectl_text/get_events_failed_scheduling_evicted_REPRO.txt")
+    reasons = _values(facts, "k8s.event")
+    assert reasons == ["Scheduled", "Started", "Evicted", "Killing", "FailedScheduling"]
+    assert _values(facts, "k8s.eviction") == ["memory"]
+    evicted = next(f for f in facts if f.key == "k8s.eviction")
+    assert evicted.attr("pod") == "trainer-0"
+
+
+def test_events_block_alone() -> None:
+    facts = _facts(TEXT, "kubectl_text/describe_pod_events_evicted_ephemeral_storage_REPRO.txt")
+    assert _values(facts, "k8s.eviction") == ["ephemeral-storage"]
+
+
+@pytest.mark.parametrize(
+    ("quantity", "expected"),
+    [
+        ("64Gi", 64 << 30),
+        ("7G", 7 * 10**9),
+        ("128974848", 128974848),
+        ("129e6", 129 * 10**6),
+        ("1.5Gi", 3 << 29),
+        ("lots", None),
+        ("", None),
+        ("9" * 50, None),
+    ],
+)
+def test_quantities(quantity: str, expected: int | None) -> None:
+    assert quantity_bytes(quantity) == expected
+
+
+def test_eviction_resources() -> None:
+    assert eviction_resource("The node was low on resource: memory.") == "memory"
+    assert eviction_resource("The node had condition: [DiskPressure].") == "DiskPressure"
+    assert eviction_resource("Pod ephemeral local storage usage exceeds") == "ephemeral-storage"
+    assert eviction_resource("Preempted by a higher priority pod") is None
+
+
+@pytest.mark.parametrize("parser", [JSON, TEXT], ids=lambda p: p.kind.value)
+def test_truncated_and_garbage_give_fewer_facts_never_an_error(parser) -> None:
+    for name in sorted((SAMPLES / parser.kind.value).iterdir()):
+        text = name.read_text(encoding="utf-8")
+        whole = parser.parse(text, "x").facts
+        cut = parser.parse(text[: len(text) // 2], "x").facts
+        assert len(cut) <= len(whole)
+    for garbage in ("", "{", "apiVersion: v1\nkind: Pod\nstatus: [", "\x00\xff" * 100, "Name:"):
+        assert isinstance(parser.parse(garbage, "x").facts, tuple)
