@@ -348,3 +348,33 @@ def test_a_tarball_stops_at_a_bomb_member_rather_than_decompress_past_it(tmp_pat
         "and the members after it lie past all of it"
     )
     assert report.verdict == "shm"
+
+
+class _Failing(io.RawIOBase):
+    """A pipe whose reads fail after the first block (a disk or network error)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        self.reads += 1
+        if self.reads > 1:
+            raise OSError(5, "Input/output error")
+        data = gzip.compress(BUS_ERROR)[:20]
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def test_an_input_whose_reads_fail_is_a_reason_and_the_next_input_is_read(
+    tmp_path: Path,
+) -> None:
+    good = tmp_path / "train.log"
+    good.write_bytes(BUS_ERROR)
+    items = list(iter_inputs(["-", str(good)], io.BufferedReader(_Failing())))
+    reasons = [item.reason for item in items if isinstance(item, InputStatus)]
+    assert reasons and "Input/output error" in (reasons[0] or "")
+    assert [item.path for item in items if isinstance(item, Source)] == [str(good)]

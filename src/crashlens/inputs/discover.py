@@ -53,15 +53,22 @@ def iter_inputs(
     `limits`: how far decompressed data may expand (default: `limits.from_env()`)."""
     limits = limits if limits is not None else from_env()
     for given in paths:
-        if given == "-":
-            stream = stdin if stdin is not None else sys.stdin.buffer
-            yield from _from_stdin(stream, limits)
-            continue
-        path = Path(given)
-        base: tuple[str, ...] = ()
-        if path.is_symlink():
-            base = (f"a symbolic link named on the command line, followed (to {_target(path)})",)
-        yield from _from_path(path, given, limits, base, None)
+        try:
+            yield from _from_given(given, stdin, limits)
+        except Exception as error:  # an I/O error (or a bug) under one path spares the others
+            shown = "<stdin>" if given == "-" else given
+            yield skipped(shown, f"reading stopped: {type(error).__name__}: {error}")
+
+
+def _from_given(given: str, stdin: IO[bytes] | None, limits: InputLimits) -> Iterator[Item]:
+    if given == "-":
+        yield from _from_stdin(stdin if stdin is not None else sys.stdin.buffer, limits)
+        return
+    path = Path(given)
+    base: tuple[str, ...] = ()
+    if path.is_symlink():
+        base = (f"a symbolic link named on the command line, followed (to {_target(path)})",)
+    yield from _from_path(path, given, limits, base, None)
 
 
 def _from_stdin(stream: IO[bytes], limits: InputLimits) -> Iterator[Item]:
