@@ -59,8 +59,7 @@ def _slice(name: str, seed: int, examples: int, deadline_s: float) -> tuple[int,
             return  # shrinking is over budget: the smallest failure so far is kept
         count += 1
         try:
-            # while shrinking a hang, a quarter of the deadline still counts as one
-            with fuzz_harnesses.deadline(deadline_s / 4 if shrinking else deadline_s):
+            with fuzz_harnesses.deadline(deadline_s):
                 harness.check(drawn)
         except Exception as error:
             found = fuzz_harnesses.signature(name, error)
