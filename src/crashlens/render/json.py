@@ -61,12 +61,13 @@ def _ending(item: Assessment) -> dict[str, Any]:
     }
 
 
-def _inert(value: Any) -> Any:
-    """Every string made visible (`render.inert`): a `jq -r` of a field prints no escape."""
+def _inert(value: Any, lines: bool = False) -> Any:
+    """Every string made visible (`render.inert`): a `jq -r` of a field prints no escape.
+    Only a command keeps its newlines (a snippet of several lines)."""
     if isinstance(value, str):
-        return visible(value, lines=True)
+        return visible(value, lines=lines)
     if isinstance(value, dict):
-        return {key: _inert(item) for key, item in value.items()}
+        return {key: _inert(item, key == "command") for key, item in value.items()}
     if isinstance(value, list):
         return [_inert(item) for item in value]
     return value
