@@ -386,3 +386,125 @@ def test_the_lead_line_is_redacted_like_the_evidence() -> None:
     lead = redact_report(report).lead
     assert lead is not None and not _leaks(lead.text + lead.path)
     assert (lead.line, lead.rule) == (report.lead.line, report.lead.rule)
+
+
+SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
+PERSONAL_SAMPLES = frozenset(
+    {
+        "df/df_h_host_checkpoint_disk_full_nfs_lustre_REPRO.txt",
+        "dmesg/dev_kmsg_raw_records.log",
+        "dmesg/dmesg_T_xid119_gsp_timeout.log",
+        "dmesg/journalctl_default_logs_begin_header_azhpc.log",
+        "dmesg/journalctl_k_default_boot_separators_REPRO.log",
+        "dmesg/journalctl_k_short_iso.log",
+        "dmesg/journalctl_k_short_iso_precise_REPRO.log",
+        "dmesg/kern_log_memcg_oom_docker_cgroupv2_REPRO.log",
+        "dmesg/kern_log_rminitadapter_failed_REPRO.log",
+        "dmesg/kern_log_syslog_pciehp_xid79_REPRO.log",
+        "dmesg/pstore_dmesg_kernel_panic_part1.txt",
+        "docker_inspect/docker_inspect_gpus_all_default_shm64m_exited1_REPRO.json",
+        "docker_inspect/docker_inspect_ipc_host_ulimits_runtime_nvidia_oomkilled_137_REPRO.json",
+        "docker_inspect/docker_inspect_runlike_fixture6_privileged_capadd_memory.json",
+        "docker_inspect/docker_inspect_running_shm16g_privileged_device_ids_REPRO.json",
+        "docker_inspect/docker_inspect_watchtower_container_running.json",
+        "docker_inspect/docker_inspect_watchtower_memory_limit_trailing_garbage.json",
+        "docker_inspect/podman_inspect_docs_example_trailing_commas.json",
+        "kubectl_json/events_json_npd_oomkilling_REPRO.json",
+        "kubectl_json/pod_json_k8s_1.1_memtest_error_137_REPRO.json",
+        "kubectl_json/pod_list_evicted_ephemeral_storage_REPRO.json",
+        "kubectl_json/pod_yaml_oomkilled_exit_code_0_phase_succeeded_REPRO.yaml",
+        "kubectl_text/describe_pod_last_state_oomkilled_restarts_REPRO.txt",
+        "launcher/accelerate_launch_multi_gpu_childfailederror_REPRO.log",
+        "launcher/deepspeed_launcher_single_node_return_code_-9_REPRO.log",
+        "launcher/deepspeed_pdsh_multinode_ansi_return_code_-7_REPRO.log",
+        "launcher/nccl_2.7_warn_posix_fallocate_shm_REPRO.log",
+        "launcher/nccl_debug_info_init_socket_REPRO.log",
+        "launcher/nccl_warn_ib_retry_exceeded_remote_error_REPRO.log",
+        "launcher/slurm_job_oom_kill_event_stepid_REPRO.out",
+        "launcher/torchrun_glog_prefix_sigkill_host_oom_progress_cr_REPRO.log",
+        "launcher/torchrun_legacy_logging_dataloader_bus_error_sigbus_REPRO.log",
+        "launcher/torchrun_nccl_watchdog_timeout_sigabrt_REPRO.log",
+        "launcher/torchrun_rank_prefixed_cuda_oom_error_file_two_failures_REPRO.log",
+        "nvidia_smi/list_L_590.48.01_h100_mig.txt",
+        "nvidia_smi/q_460.32.03_8xa100.txt",
+        "nvidia_smi/q_535.154.05_8xh100.txt",
+        "nvidia_smi/q_535.183.01_h100_truncated_bad_indent.txt",
+        "nvidia_smi/qx_a100-sxm4-v12.xml",
+        "nvidia_smi/qx_quadro-p400.xml",
+        "nvidia_smi/qx_rtx-3080-v13.xml",
+        "nvidia_smi/qx_tesla-t4.xml",
+        "slurm_job/scontrol_show_job_failed_nonzero_exit_REPRO.txt",
+        "slurm_job/scontrol_show_job_running_min_memory_cpu_REPRO.txt",
+    }
+)
+"""Shared samples that hold real personal values (host, user and container names, addresses,
+GPU UUIDs and serials, a copyright e-mail), each reviewed: redaction must change them. Every
+other sample holds none and must come out byte-identical."""
+
+
+def _sample_files() -> list[Path]:
+    skip = (".gz", ".zst", ".zip", ".md")
+    return [p for p in sorted(SAMPLES.rglob("*")) if p.is_file() and p.suffix not in skip]
+
+
+def test_benign_samples_are_byte_identical_after_redaction() -> None:
+    damaged, unchanged = [], []
+    for path in _sample_files():
+        name = path.relative_to(SAMPLES).as_posix()
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        redactor = Redactor()
+        redactor.learn(text)
+        shown = redactor.text(text)
+        if name in PERSONAL_SAMPLES:
+            if shown == text:
+                unchanged.append(name)
+        elif shown != text:
+            changed = [(a, b) for a, b in zip(text.splitlines(), shown.splitlines()) if a != b]
+            damaged.append(f"{name}: {changed[:2]}")
+    assert not damaged, "\n".join(damaged)
+    assert not unchanged, f"listed as personal but unchanged: {unchanged}"
+    assert len(_sample_files()) - len(PERSONAL_SAMPLES) >= 80
+
+
+def test_redacting_every_corpus_case_keeps_its_evidence(tmp_path: Path) -> None:
+    """Learned over all of a case's files first, then written: the same verdict, causes and
+    cited lines (file, line, rule) as the original logs."""
+    cases = sorted(p for p in CORPUS.glob("*/logs") if p.is_dir())
+    if not cases:
+        pytest.skip("no corpus in this checkout")
+    changed = []
+    for index, logs in enumerate(cases):
+        redactor = Redactor()
+        texts: dict[Path, str | None] = {}
+        for path in sorted(p for p in logs.rglob("*") if p.is_file()):
+            try:
+                texts[path] = path.read_bytes().decode("utf-8")  # `\r` kept: lines count
+            except UnicodeDecodeError:
+                texts[path] = None
+        for text in texts.values():
+            if text:
+                redactor.learn(text)
+        target = tmp_path / str(index)
+        for path, text in texts.items():
+            out = target / path.relative_to(logs)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if text is None:
+                out.write_bytes(path.read_bytes())
+            else:
+                out.write_bytes(redactor.text(text).encode("utf-8"))
+        before, after = analyze([str(logs)]), analyze([str(target)])
+
+        def cited(report: Report, root: Path) -> list[tuple[str, int | None, str | None]]:
+            return [
+                (Path(e.path).relative_to(root).as_posix(), e.line, e.rule)
+                for c in report.causes
+                for e in c.evidence
+            ]
+
+        if (before.verdict, [c.category for c in before.causes], cited(before, logs)) != (
+            after.verdict,
+            [c.category for c in after.causes],
+            cited(after, target),
+        ):
+            changed.append(f"{logs.parent.name}: {before.verdict} -> {after.verdict}")
+    assert not changed, "\n".join(changed)

@@ -214,7 +214,7 @@ def ip_key(value: str) -> str:
 
 
 HOME = re.compile(
-    r"((?:/home|/homes|/Users|/users|/user|/people|/usr/home|/export/home|/u|/scratch|/mnt/home)/|[A-Za-z]:(?:\\\\|\\)Users"
+    r"((?:/home|/homes|/Users|/users|/people|/usr/home|/export/home|/u|/scratch|/mnt/home)/|[A-Za-z]:(?:\\\\|\\)Users"
     r"(?:\\\\|\\)|~)([A-Za-z_][A-Za-z0-9._-]{0,31})(?=[/\\\s\"':,)\]]|$)"
 )
 USER_CONTEXT = re.compile(
@@ -284,7 +284,7 @@ CONN_STRING = re.compile(
     r"addr|network address|accountname)\s*=\s*)(?P<value>[^;\"'\s]+)(?=\s*;)"
 )
 """Fields of a connection string (`Server=...;User ID=...;AccountName=...;`)."""
-HOST_PORT = re.compile(r"(?<![\w.:/@-])\[?([A-Za-z][A-Za-z0-9-]*+)\]?(?=:\d{2,5}\b)")
+HOST_PORT = re.compile(r"(?<![\w.:/@-])\[?([A-Za-z][A-Za-z0-9-]*+)\]?(?=:[1-9]\d{1,4}\b)")
 HOSTFILE = re.compile(r"(?m)^(\s*)([A-Za-z0-9][\w.-]*)(?=\s+slots\s*=)")
 AWS_HOST = re.compile(r"(?<![\w-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[\w.-]+)?(?![\w-])")
 FQDN_RE = re.compile(rf"(?i)(?<![\w.@-])(?:(?<=://)|(?<!/)){_FQDN}(?![\w-]|\.\w)")

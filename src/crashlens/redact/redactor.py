@@ -169,6 +169,8 @@ class Redactor:
         return pseudonym
 
     def _add(self, token: str, pseudonym: str, *, loose: bool) -> None:
+        if token.isdigit() and len(token) < 8:
+            return  # a short number is never replaced wherever it stands (an id, a port)
         key = fold(token)
         if key not in self._learned:
             self._learned[key] = (pseudonym, loose)
@@ -278,4 +280,5 @@ def _numbered(name: str) -> bool:
 
 
 def _looks_like_machine(label: str) -> bool:
-    return len(label) >= 3 and any(c.isdigit() or c == "-" for c in label)
+    has_letter = any(c.isalpha() for c in label)
+    return len(label) >= 3 and has_letter and any(c.isdigit() or c == "-" for c in label)

@@ -252,8 +252,16 @@ def _instance(redactor: Redactor, match: re.Match[str]) -> str:
     return match.group(2) + redactor.pseudonym("instance", value)
 
 
+def _blank(value: str) -> bool:
+    """An id already blanked out (`0000000000000`, `GPU-00000000-0000-...`, `REDACTED`)."""
+    digits = value.lower().removeprefix("gpu-").removeprefix("mig-").replace("-", "")
+    return set(digits) <= {"0"} or p.PLACEHOLDER.match(value) is not None
+
+
 def _csv_serials(redactor: Redactor, match: re.Match[str]) -> str:
     def serial(number: re.Match[str]) -> str:
+        if _blank(number.group(1)):
+            return number.group(0)
         return number.group(0).replace(
             number.group(1), redactor.pseudonym("serial", number.group(1))
         )
@@ -262,12 +270,14 @@ def _csv_serials(redactor: Redactor, match: re.Match[str]) -> str:
 
 
 def _gpu_uuid(redactor: Redactor, match: re.Match[str]) -> str:
+    if _blank(match.group(0)):
+        return match.group(0)
     return redactor.pseudonym("gpu-uuid", match.group(0), match.group(0).lower())
 
 
 def _serial(redactor: Redactor, match: re.Match[str]) -> str:
     value = match.group(2)
-    if p.PSEUDO_START.match(value) or value.lower() in ("not", "none", "unknown"):
+    if p.PSEUDO_START.match(value) or value.lower() in ("not", "none", "unknown") or _blank(value):
         return match.group(0)
     return match.group(1) + redactor.pseudonym("serial", value)
 
@@ -404,6 +414,8 @@ def _fqdn(redactor: Redactor, match: re.Match[str]) -> str:
         return value  # `threading.local`, `torchvision.io`: Python names
     if match.string[match.end() : match.end() + 1] == "(":
         return value  # a call: `os.path.join(`
+    if labels[0] == "www":
+        return value  # a public web site
     return _host(redactor, value)
 
 
@@ -437,7 +449,8 @@ REPLACEMENTS: Final = (
         "secret",
         p.KEY_VALUE,
         _key_value,
-        rb"pass|pwd|secret|token|key|credential|auth|webhook|dsn|world_info|sharedaccess",
+        rb"(?:pass(?:word|wd|phrase)|pwd|secret|token|key|key[_-]?id|credentials?|auth|signature|"
+        rb"webhook(?:[_-]?url)?|dsn|world_info)(?:[\"']?\s*[=:]|\\+\"\s*:)",
     ),
     Replacement(
         "secret",
@@ -445,7 +458,7 @@ REPLACEMENTS: Final = (
         _cli_flag,
         rb"--[a-z0-9_.-]*(?:pass|pwd|secret|token|key|credential|auth|webhook|dsn|world_info)",
     ),
-    Replacement("secret", p.HIGH_ENTROPY, _entropy, rb"[a-z0-9+/]{40}"),
+    Replacement("secret", p.HIGH_ENTROPY, _entropy, rb"[a-z0-9+/]{40}(?:[^a-z0-9+/]|$)"),
     Replacement("email", p.EMAIL, _email, rb"@[a-z0-9-]+\."),
     Replacement(
         "user",
@@ -454,7 +467,12 @@ REPLACEMENTS: Final = (
         rb"(?:user id|userid|uid|username|user|server|data source|address|addr|accountname)"
         rb"\s*=[^;]*;",
     ),
-    Replacement("account", p.AWS_ACCOUNT, _aws_account, rb"arn:aws|[0-9]{12}\.dkr\.ecr\.|account"),
+    Replacement(
+        "account",
+        p.AWS_ACCOUNT,
+        _aws_account,
+        rb"arn:aws|[0-9]{12}\.dkr\.ecr\.|account(?:[_ -]?id)?\\*[\"']?\s*[:=]",
+    ),
     Replacement("account", p.BUCKET_ACCOUNT, _bucket_account, rb"(?:s3[an]?|gs)://|\.s3[.-]"),
     Replacement(
         "account",
@@ -508,13 +526,14 @@ REPLACEMENTS: Final = (
         "user",
         p.HOME,
         _home,
-        rb"/(?:home|homes|users|user|people|u|scratch)/|[a-z]:\\+users\\|~[a-z_]",
+        rb"/(?:home|homes|users|people|u|scratch)/|[a-z]:\\+users\\|~[a-z_]",
     ),
     Replacement(
         "user",
         p.USER_CONTEXT,
         _prefixed(_user),
-        rb"user|logname|[ug]id=[0-9]+\(|owned by|entity|git_author_name|git_committer_name",
+        rb"(?:user(?:[_ ]?name|id)?|logname|git_author_name|git_committer_name|entity)[\"']?\s*[=:]|"
+        rb"[ug]id=[0-9]+\(|owned by|for user |--(?:wandb[_-])?entity[= ]",
     ),
     Replacement("user", p.LS_OWNER, _owner, rb"^[-dlcbps][rwxst-]{9}"),
     Replacement("user", p.USER_AT_HOST, _user_at_host, rb"[a-z0-9_.-]@[a-z0-9]"),
@@ -532,7 +551,9 @@ REPLACEMENTS: Final = (
         "host",
         p.KV_HOST,
         _prefixed(_host),
-        rb"(?:host|node|master|topology|rdzv|pod|machine)[a-z_ -]{0,12}[\"']?\s*[=:]|"
+        rb"(?:host|host[ _-]?name|node[ _-]?name|master[_ -]?addr(?:ess)?|nodelist|alloc_node|"
+        rb"ipaddr|topology_addr|rdzv[_-]?endpoint|k8s_node|node_ip|pod_ip|host_ip|"
+        rb"control_?machine)[\"']?\s*[=:]|"
         rb"--(?:master[_-]addr|rdzv[_-]endpoint|host|hostname|node)[= ]",
     ),
     Replacement(
@@ -553,7 +574,7 @@ REPLACEMENTS: Final = (
         "host",
         p.HOST_PORT,
         _host_port,
-        rb"(?:^|[^a-z0-9_.:/@-])\[?[a-z][a-z0-9-]*\]?:[0-9]{2}",
+        rb"(?:^|[^a-z0-9_.:/@-])\[?[a-z][a-z0-9-]*[0-9-][a-z0-9-]*\]?:[1-9][0-9]",
     ),
     Replacement(
         "host", p.AWS_HOST, _whole(_host), rb"ip-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}"
