@@ -532,7 +532,8 @@ REPLACEMENTS: Final = (
         "user",
         p.USER_CONTEXT,
         _prefixed(_user),
-        rb"(?:user(?:[_ ]?name|id)?|logname|git_author_name|git_committer_name|entity)[\"']?\s*[=:]|"
+        rb"(?:user(?:[_ ]?name|id)?|logname|git_author_name|git_committer_name|entity)"
+        rb"[\"']?\s*[=:]|"
         rb"[ug]id=[0-9]+\(|owned by|for user |--(?:wandb[_-])?entity[= ]",
     ),
     Replacement("user", p.LS_OWNER, _owner, rb"^[-dlcbps][rwxst-]{9}"),
