@@ -1,6 +1,7 @@
 """Long fuzz runs of every harness in `tests/fuzz_harnesses.py`, spread over the time given.
 
     python bench/fuzz.py --minutes 30 [--jobs 2] [--harness parse,pipeline] [--seed 1]
+    python bench/fuzz.py --engine atheris --harness parse --minutes 10
 
 Each worker process cycles through the harnesses in slices of a few hundred examples, each
 slice with a new seed. A failing example is shrunk by hypothesis, then recorded once per
@@ -120,6 +121,36 @@ def worker(names: list[str], stop_at: float, seed: int, args: argparse.Namespace
     return stats
 
 
+def atheris_main(name: str, args: argparse.Namespace) -> None:
+    """Coverage-guided fuzzing of one harness with atheris (libFuzzer), where it installs.
+
+    atheris drives hypothesis's own strategy through `fuzz_one_input`, so the inputs are the
+    same kind of hostile variants of the samples, chosen by coverage instead of at random. A
+    failure ends the run with libFuzzer's crash file and hypothesis's falsifying example."""
+    import atheris  # optional: `pip install atheris`
+    from hypothesis import HealthCheck, given, settings
+
+    with atheris.instrument_imports():
+        import crashlens.inputs  # noqa: F401
+        import crashlens.parsers  # noqa: F401
+        import crashlens.pipeline  # noqa: F401
+        import crashlens.redact  # noqa: F401
+        import crashlens.render  # noqa: F401
+    harness = fuzz_harnesses.HARNESSES[name]
+
+    @settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(harness.strategy)
+    def run(drawn: Any) -> None:
+        with fuzz_harnesses.deadline(args.deadline):
+            harness.check(drawn)
+
+    limit = int(args.memory_gib * 1024)
+    seconds = int(args.minutes * 60)
+    flags = [f"-max_total_time={seconds}", f"-rss_limit_mb={limit}", "-print_final_stats=1"]
+    atheris.Setup([sys.argv[0], *flags], run.hypothesis.fuzz_one_input)
+    atheris.Fuzz()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0)
@@ -130,8 +161,17 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=10.0, help="seconds per input")
     parser.add_argument("--memory-gib", type=float, default=3.0, help="per worker")
     parser.add_argument("--backend", default="auto", choices=["auto", "hyperscan", "python"])
+    parser.add_argument(
+        "--engine",
+        default="hypothesis",
+        choices=["hypothesis", "atheris"],
+        help="atheris: coverage-guided, one harness, one process (optional dependency)",
+    )
     args = parser.parse_args()
     names = [n for n in args.harness.split(",") if n]
+    if args.engine == "atheris":
+        atheris_main(names[0], args)
+        return
     stop_at = time.monotonic() + args.minutes * 60
     started = time.monotonic()
     with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
