@@ -67,6 +67,18 @@ def test_the_formats_agree_on_redacted_file_names(job: list[str]) -> None:
         assert Path(name).name in markdown and Path(name).name in html
 
 
+def test_every_format_gets_the_same_mapping(job: list[str], tmp_path: Path) -> None:
+    maps = []
+    for fmt in ("terminal", "json", "markdown", "html"):
+        mapping = tmp_path / f"{fmt}.json"
+        result = RUNNER.invoke(
+            app, ["analyze", *job, "-f", fmt, "--redact", "--redact-map", str(mapping)]
+        )
+        assert result.exit_code == 0, result.output
+        maps.append(json.loads(mapping.read_text()))
+    assert all(m == maps[0] for m in maps)
+
+
 def _bundle_text(out: Path) -> tuple[str, list[str]]:
     with tarfile.open(out, "r:gz") as archive:
         names = archive.getnames()

@@ -147,8 +147,10 @@ def _prepare(
         return report
     from crashlens.redact import Redactor, redact_report, write_mapping
 
+    from crashlens.collect.files import input_texts
+
     redactor = Redactor()
-    report = redact_report(report, redactor)
+    report = redact_report(report, redactor, learn_from=input_texts(paths))
     if redact_map is not None:
         try:
             write_mapping(redactor, redact_map)
@@ -207,13 +209,16 @@ def detect(
 ) -> None:
     """Show how each input's kind is detected: every parser's score."""
     from crashlens.inputs.detect import explain_inputs
+    from crashlens.render.inert import visible  # a found file's name is shown, not obeyed
 
     for item in explain_inputs(paths):
+        path = visible(item.path)
         if item.detection is None:
-            typer.echo(f"{item.path}: skipped ({item.skipped})")
+            typer.echo(f"{path}: skipped ({visible(str(item.skipped))})")
             continue
         shown = ", ".join(f"{kind.value}={score:.2f}" for kind, score in item.ranking[:4])
-        typer.echo(f"{item.path}: {item.detection.kind.value} ({item.detection.reason}; {shown})")
+        reason = visible(item.detection.reason)
+        typer.echo(f"{path}: {item.detection.kind.value} ({reason}; {shown})")
 
 
 @rules_app.command("list")

@@ -98,3 +98,38 @@ def text_chunks(stream: IO[bytes]) -> Iterator[str]:
         yield data[:cut].decode("utf-8", errors="surrogateescape")
     if pending:
         yield pending.decode("utf-8", errors="surrogateescape")
+
+
+LEARN_BYTES_PER_INPUT = 32 * 1024 * 1024
+LEARN_BYTES_TOTAL = 256 * 1024 * 1024
+"""How much of the inputs `analyze --redact` reads again to learn names from: the head of each
+input, within a total (the report's own lines are always learned from as well)."""
+
+
+def input_texts(
+    paths: list[str],
+    per_input: int = LEARN_BYTES_PER_INPUT,
+    total: int = LEARN_BYTES_TOTAL,
+) -> Iterator[str]:
+    """Decoded text of the inputs under `paths` (stdin is not read again), for the redactor to
+    learn from before it writes a report: a host named only in an uncited line or in another
+    input is then known in every format alike."""
+    from crashlens.inputs.discover import iter_inputs
+    from crashlens.model import InputStatus
+
+    left = total
+    for item in iter_inputs([p for p in paths if p != "-"]):
+        if isinstance(item, InputStatus) or left <= 0:
+            continue
+        yield item.path
+        budget = min(per_input, left)
+        try:
+            with item.open() as stream:
+                for text in text_chunks(stream):
+                    yield text
+                    budget -= len(text)
+                    left -= len(text)
+                    if budget <= 0:
+                        break
+        except OSError:
+            continue
