@@ -145,9 +145,8 @@ def _prepare(
         report = add_context(report, paths)
     if not redact:
         return report
-    from crashlens.redact import Redactor, redact_report, write_mapping
-
     from crashlens.collect.files import input_texts
+    from crashlens.redact import Redactor, redact_report, write_mapping
 
     redactor = Redactor()
     report = redact_report(report, redactor, learn_from=input_texts(paths))
