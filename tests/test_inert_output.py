@@ -167,19 +167,19 @@ def test_every_format_is_inert(hostile_report: Report) -> None:
         assert "\\x9b" in shown, name
 
 
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
 def test_json_strings_are_inert_for_jq_r(hostile_report: Report) -> None:
     """`jq -r` turns JSON escapes back into raw characters: the strings themselves are safe."""
-
-    def strings(value: Any) -> list[str]:
-        if isinstance(value, str):
-            return [value]
-        if isinstance(value, dict):
-            return [s for item in value.values() for s in strings(item)]
-        if isinstance(value, list):
-            return [s for item in value for s in strings(item)]
-        return []
-
-    found = strings(json.loads(render_json(hostile_report)))
+    found = _strings(json.loads(render_json(hostile_report)))
     assert any("\\x1b" in value for value in found)
     for value in found:
         assert_inert(value)
@@ -204,6 +204,14 @@ def test_the_cli_writes_inert_output(tmp_path: Path) -> None:
         assert_inert(RICH_SGR.sub("", result.stdout))
 
 
+def test_detect_lists_found_files_inertly(tmp_path: Path) -> None:
+    folder = _hostile_job(tmp_path / "job")
+    result = CliRunner().invoke(app, ["detect", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert_inert(result.stdout)
+    assert "\\x1b]0;T\\x07" in result.stdout
+
+
 def _scan_root(tmp_path: Path) -> Path:
     root = tmp_path / "archive"
     # names that are not UTF-8 crash `scan` (tests/test_fuzz_regressions.py): not here
@@ -220,6 +228,11 @@ def test_scan_summaries_are_inert(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert_inert(RICH_SGR.sub("", result.stdout))
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    for value in _strings(summary):  # what `jq -r` would print
+        assert_inert(value)
+    as_json = runner.invoke(app, ["scan", str(root), "-o", str(out), "--summary", "json"])
+    for value in _strings(json.loads(as_json.stdout)):
+        assert_inert(value)
     markdown = render_scan_markdown(summary)
     assert_inert(markdown)
     assert_markdown_contained(markdown)
@@ -261,6 +274,7 @@ def test_running_text_shows_itself(text: str) -> None:
     shown = "".join(t.content for t in tokens if t.type in ("text", "code_inline") and t.content)
     kinds = {t.type for t in tokens} - {"inline", "text", "paragraph_open", "paragraph_close"}
     assert kinds <= {"em_open", "em_close", "strong_open", "strong_close"}, kinds
+
     def plain(value: str) -> str:  # emphasis may style a word: its delimiters go
         return value.replace("\u200b", "").replace("*", "").replace("_", "").strip()
 

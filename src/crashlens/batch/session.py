@@ -179,9 +179,10 @@ def _write(options: ScanOptions, out: Path, rows: list[JobRow]) -> list[Path]:
 
 def _write_summary(out: Path, summary: dict[str, Any]) -> None:
     from crashlens.batch.render import render_markdown
+    from crashlens.render.inert import inert_data
 
     out.mkdir(parents=True, exist_ok=True)
     (out / SUMMARY_JSON).write_text(
-        json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        json.dumps(inert_data(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     (out / SUMMARY_MD).write_text(render_markdown(summary), encoding="utf-8")

@@ -71,7 +71,9 @@ def run_scan_command(
         fatal(f"cannot write to {out}: {error.strerror or error}", ExitCode.USAGE)
     summary = outcome.summary
     if summary_format == "json":
-        sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        from crashlens.render.inert import inert_data
+
+        sys.stdout.write(json.dumps(inert_data(summary), indent=2, ensure_ascii=False) + "\n")
     elif summary_format == "markdown":
         from crashlens.batch.render import render_markdown
 

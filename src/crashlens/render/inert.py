@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from crashlens.model import Action, Assessment, Cause, Evidence, Report
 
@@ -61,6 +62,18 @@ def visible(text: str, *, lines: bool = False) -> str:
 def maybe_visible(text: str | None) -> str | None:
     """`visible` of an optional field."""
     return None if text is None else visible(text)
+
+
+def inert_data(value: Any, lines: bool = False) -> Any:
+    """JSON-ready data with every string visible: a `jq -r` of any field prints no escape.
+    Only a `command` keeps its newlines (a snippet of several lines)."""
+    if isinstance(value, str):
+        return visible(value, lines=lines)
+    if isinstance(value, dict):
+        return {key: inert_data(item, key == "command") for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [inert_data(item) for item in value]
+    return value
 
 
 # --- Markdown ----------------------------------------------------------------------------------

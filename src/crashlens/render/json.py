@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from crashlens.model import Action, Assessment, Cause, Evidence, InputStatus, Report
-from crashlens.render.inert import visible
+from crashlens.render.inert import inert_data
 
 
 def _evidence(item: Evidence) -> dict[str, Any]:
@@ -61,21 +61,9 @@ def _ending(item: Assessment) -> dict[str, Any]:
     }
 
 
-def _inert(value: Any, lines: bool = False) -> Any:
-    """Every string made visible (`render.inert`): a `jq -r` of a field prints no escape.
-    Only a command keeps its newlines (a snippet of several lines)."""
-    if isinstance(value, str):
-        return visible(value, lines=lines)
-    if isinstance(value, dict):
-        return {key: _inert(item, key == "command") for key, item in value.items()}
-    if isinstance(value, list):
-        return [_inert(item) for item in value]
-    return value
-
-
 def report_dict(report: Report) -> dict[str, Any]:
     """The report as plain JSON-ready data, its strings inert."""
-    data: dict[str, Any] = _inert(_report_dict(report))
+    data: dict[str, Any] = inert_data(_report_dict(report))
     return data
 
 
