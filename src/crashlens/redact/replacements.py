@@ -456,7 +456,8 @@ REPLACEMENTS: Final = (
         "secret",
         p.CLI_FLAG,
         _cli_flag,
-        rb"--[a-z0-9_.-]*(?:pass|pwd|secret|token|key|credential|auth|webhook|dsn|world_info)",
+        rb"(?:pass(?:word|wd|phrase)|pwd|secret|token|key|key[_-]?id|credentials?|auth|"
+        rb"signature|webhook(?:[_-]?url)?|dsn|world_info)(?:=|\s)",
     ),
     Replacement("secret", p.HIGH_ENTROPY, _entropy, rb"[a-z0-9+/]{40}(?:[^a-z0-9+/]|$)"),
     Replacement("email", p.EMAIL, _email, rb"@[a-z0-9-]+\."),
@@ -503,9 +504,18 @@ REPLACEMENTS: Final = (
     Replacement("instance", p.INSTANCE, _instance, rb"i-[0-9a-f]{8}|instance[_-]?id"),
     Replacement("serial", p.GPU_CSV_LINE, _csv_serials, rb"(?:^|,)\s*[0-9]{10,16}\s*(?:,|$)"),
     Replacement("gpu-uuid", p.GPU_UUID, _gpu_uuid, rb"(?:gpu|mig)-[0-9a-f]{8}-"),
-    Replacement("serial", p.SERIAL, _serial, rb"serial"),
     Replacement(
-        "mac", p.IB_GUID, _ib_guid, rb"guid|[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}"
+        "serial",
+        p.SERIAL,
+        _serial,
+        rb"serial(?:[_ ]?(?:number|num|no))?[\"']?\s*[:=]|<serial>",
+    ),
+    Replacement(
+        "mac",
+        p.IB_GUID,
+        _ib_guid,
+        rb"guid[\"']?\s*[:=]?\s*(?:0x[0-9a-f]{16}|[0-9a-f]{4}:)|"
+        rb"[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}",
     ),
     Replacement(
         "mac",
@@ -567,8 +577,9 @@ REPLACEMENTS: Final = (
         "host",
         p.PROSE_HOST,
         _prose_host,
-        rb"(?:on|from|to|at|of) (?:host|node|machine|server) |connect|resolve host|unknown host|"
-        rb"hostfile|virtualmachines/|pdsh@",
+        rb"(?:on|from|to|at|of) (?:host|node|machine|server) |connect to (?:host |\(|\[)|"
+        rb"connecting to |connection to |resolve host|unknown host|hostfile\s|"
+        rb"virtualmachines/|pdsh@",
     ),
     Replacement("host", p.HOSTFILE, _prefixed(_host), rb"\sslots\s*="),
     Replacement(
