@@ -9,29 +9,43 @@ talking to `ip-1:29500`).
 What is replaced, and by what:
 
 * host names -> `host-N`: the `host` of every evidence line, NCCL `host:pid:tid`, pdsh and
-  syslog prefixes, `hostname=`/`MASTER_ADDR=`/`--master_addr`/torchelastic `host :`, `user@host`,
-  `name:port`, `[name]:port`, fully qualified names under private or country suffixes, AWS
-  `ip-10-0-0-1` names. A host learned anywhere is replaced everywhere it appears as a token.
-* IPv4 and IPv6 addresses -> `ip-N` (loopback and the unspecified address are kept);
-  MAC and InfiniBand hardware addresses -> `mac-N`.
-* user names and home directories -> `user-N` (`/home/alice` -> `/home/user-1`, `USER=`,
-  `uid=1000(alice)`, `ls -l` owners, `alice@host`); system accounts such as root are kept.
+  syslog prefixes (not a tool's name: `nccl-tests:`), `hostname=`/`MASTER_ADDR=`/
+  `--master_addr`/torchelastic `host :`, scheduler variables (`SLURM_SUBMIT_HOST`,
+  `SLURM_TOPOLOGY_ADDR`, nodelists such as `node-[01-04]`, expanded), database clients' `-h`,
+  `user@host`, `name:port`, `[name]:port`, connection strings' `Server=`, fully qualified names
+  under private or country suffixes (not Python names such as `threading.local`), AWS
+  `ip-10-0-0-1` names. A host learned anywhere is replaced everywhere it appears as a token, and
+  a numbered one (`trn-h100-031`) also inside `-`/`_`-joined names (`env-trn-h100-031.txt`).
+* IPv4 and IPv6 addresses -> `ip-N` (loopback and the unspecified address are kept, and so
+  are four-part versions: `cuDNN 8.9.2.26`, `cu12-12.1.3.1`); an IPv6 zone or the interface
+  before an address (`ib0:fe80::1%ib0`) stays. MAC and InfiniBand hardware addresses and
+  InfiniBand node/port GUIDs -> `mac-N`.
+* user names and home directories -> `user-N` (`/home/alice`, `/users/alice`, `USER=`,
+  `uid=1000(alice)`, `ls -l` owners, `alice@host`, connection strings' `User ID=`, W&B users and
+  entities); system accounts such as root are kept.
 * e-mail addresses -> `email-N`.
 * cloud account, project and instance ids -> `account-N`, `instance-N` (AWS account ids in
-  ARNs and ECR registries, GCP project ids, Azure subscription/tenant/VM ids, `i-0abc...`).
+  ARNs, ECR registries and bucket names, the customer's label of a cloud service host name
+  (`<storage account>.blob.core.windows.net`, `<bucket>.s3.amazonaws.com`), GCP project and
+  client ids (in escaped JSON too), Azure subscription/tenant/client ids (`--tenant`,
+  `login.microsoftonline.com/<tenant>`), scheduler accounts, `i-0abc...`).
 * GPU UUIDs -> `gpu-uuid-N`; board and system serial numbers -> `serial-N`.
 * secrets -> `secret-N`: Hugging Face, OpenAI, GitHub, AWS, GCP, W&B and Slack tokens, JWTs,
   private key blocks and their base64 bodies, `password=` / `token=` / `api_key:` values (env,
-  JSON, YAML, CLI flags, .netrc), `Authorization:` header values, credentials and signed
-  query parameters in URLs.
+  JSON, escaped JSON, YAML, CLI flags, .netrc, `PGPASSWORD=`), connection strings' keys
+  (`AccountKey=`, `SharedAccessKey=`), database passwords on command lines (`mysql -pX`,
+  `redis-cli -a X`), `Authorization:` header values, credentials and signed query parameters in
+  URLs.
 
 Kept as they are: category and rule ids, roles, numbers (sizes, exit codes, Xid codes, pids),
-PCI bus ids, interface and device names, public domains (github.com, huggingface.co, ...).
+versions, PCI bus ids, interface and device names, tool names, Python names, ids that are
+already blanked (`0000000000000`), public domains (github.com, huggingface.co, ...).
 
 The package: `vocabulary` (word lists, kept in `vocabulary.toml`), `patterns` (the shapes of
 secrets, personal values and hosts), `replacements` (the ordered table of what each shape
-becomes), `redactor` (`Redactor`: the mapping and what it has learned). This module applies
-one Redactor to a whole report.
+becomes, each row with its gate), `gates` (one multi-pattern pass that hands each row only the
+lines it can touch), `redactor` (`Redactor`: the mapping, what it has learned, `learn()` then
+`text()`/`name()`). This module applies one Redactor to a whole report.
 """
 
 from __future__ import annotations
