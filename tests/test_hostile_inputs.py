@@ -378,3 +378,24 @@ def test_an_input_whose_reads_fail_is_a_reason_and_the_next_input_is_read(
     reasons = [item.reason for item in items if isinstance(item, InputStatus)]
     assert reasons and "Input/output error" in (reasons[0] or "")
     assert [item.path for item in items if isinstance(item, Source)] == [str(good)]
+
+
+def test_a_tarball_stops_where_skipping_a_member_would_spend_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRASHLENS_MAX_ARCHIVE_MB", "2")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as handle:
+        for name, data in (("big.log", VARIED), ("train.log", BUS_ERROR)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            handle.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "job.tar.gz"
+    archive.write_bytes(buffer.getvalue())
+    items = list(iter_inputs([str(archive)]))  # what `crashlens detect` does: heads only
+    assert [item.path for item in items if isinstance(item, Source)] == [f"{archive}!big.log"]
+    (rest,) = [item for item in items if isinstance(item, InputStatus)]
+    assert (rest.reason or "").startswith(
+        "rest of the archive not read: reaching what follows big.log means decompressing"
+    )
+    assert "CRASHLENS_MAX_ARCHIVE_MB" in (rest.reason or "")

@@ -81,13 +81,24 @@ def tar_members(
                 if raw is None:
                     continue
                 notes = Notes(*archive_notes.base)
-                guarded = cast(IO[bytes], Bounded(raw, notes, explain=explain))
+                bounded = Bounded(raw, notes, explain=explain)
+                guarded = cast(IO[bytes], bounded)
                 name = os.path.basename(member.name)
                 with guarded:
                     yield from route(shown, name, guarded, member.size, depth + 1, budget, notes)
                 if notes.bomb:
                     # Reaching the next member means decompressing all of this one.
                     yield skipped(display, f"rest of the archive not read: {member.name} {BOMB}")
+                    return
+                left = member.size - bounded.count
+                if budget.decoded and budget.decoded + left > budget.limits.archive_bytes:
+                    # Known from the member's header: skipping it would spend the budget.
+                    variable = ENVIRONMENT["archive_bytes"][0]
+                    reason = (
+                        f"rest of the archive not read: reaching what follows {member.name} "
+                        f"means decompressing {mib(left)} more ({variable})"
+                    )
+                    yield skipped(display, reason)
                     return
     except Exception as error:  # tarfile, the decoders and the OS each raise their own
         problem = budget.exceeded or archive_notes.last()
