@@ -2,7 +2,8 @@
 
 Every hit carries a weight: how likely its category is the cause given that hit alone. The
 evidence of a category is combined with a noisy-OR over distinct rules (many copies of one
-line count once), after three adjustments that encode how failures cascade:
+line count once), after the adjustments below: the first three encode how failures cascade,
+the fourth lets another input's facts say what a symptom means:
 
 1. **A proven cause explains its ambiguous symptoms.** When a category has a root hit, the
    symptoms of *other* categories that list it under `also` (a Bus error can be a memory
