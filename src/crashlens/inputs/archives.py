@@ -68,7 +68,8 @@ def tar_members(
                 if member.issym() or member.islnk():
                     found = True
                     what = "symbolic" if member.issym() else "hard"
-                    reason = f"{what} link member (to {member.linkname}): not followed"
+                    target = member.linkname[:200] + ("…" if len(member.linkname) > 200 else "")
+                    reason = f"{what} link member (to {target}): not followed"
                     yield skipped(shown, reason, 0)
                     continue
                 if not member.isfile():
