@@ -328,3 +328,14 @@ def test_bad_out_is_the_only_fatal_error(fake_bin: Path, tmp_path: Path) -> None
     assert "cannot write the bundle" in result.stderr
     result = RUNNER.invoke(app, ["collect", "--out", str(tmp_path / "no" / "b.tar.gz")])
     assert result.exit_code == 2
+
+
+def test_a_redacted_log_is_cut_like_a_plain_one_where_redaction_keeps_up() -> None:
+    from crashlens.collect import MAX_LOG_BYTES, MAX_LOG_BYTES_REDACTED, redacted_log_limit
+
+    try:
+        import hyperscan  # noqa: F401
+    except ImportError:
+        assert redacted_log_limit() == MAX_LOG_BYTES_REDACTED
+    else:
+        assert redacted_log_limit() == MAX_LOG_BYTES

@@ -66,9 +66,17 @@ DEFAULT_TIMEOUT = 20.0
 """Seconds each command may run (`--timeout`)."""
 MAX_LOG_BYTES = 200 * 1024 * 1024
 """A log named on the command line is cut to its last this many bytes (unredacted)."""
-MAX_LOG_BYTES_REDACTED = MAX_LOG_BYTES
-"""The same when redacting: redaction runs at tens of MB/s (bench/redact_bench.py), so a
-redacted bundle keeps as much of each log as a plain one."""
+MAX_LOG_BYTES_REDACTED = 20 * 1024 * 1024
+"""The cut when redacting without Hyperscan (the pure-Python gates run at about 1 MB/s, so
+huge logs would take minutes). With Hyperscan redaction keeps up (bench/redact_bench.py) and a
+redacted log keeps MAX_LOG_BYTES like a plain one."""
+
+
+def redacted_log_limit() -> int:
+    """How much of each log a redacted bundle keeps on this machine."""
+    from crashlens.redact.redactor import gates
+
+    return MAX_LOG_BYTES if gates().backend == "hyperscan" else MAX_LOG_BYTES_REDACTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +91,7 @@ class CollectOptions:
     python: str | None = None
     """The Python the job ran with (versions of torch/deepspeed); default python3 on PATH."""
     max_log_bytes: int | None = None
-    """Tail limit for copied logs; None: MAX_LOG_BYTES, or MAX_LOG_BYTES_REDACTED when redacting."""
+    """Tail limit for copied logs; None: MAX_LOG_BYTES, or `redacted_log_limit()` when redacting."""
     steps: tuple[Step, ...] | None = None
     """The command steps to run; None: STEPS (tests swap in their own)."""
     cgroup_root: Path = Path("/sys/fs/cgroup")
@@ -102,7 +110,7 @@ def collect(out: Path, options: CollectOptions | None = None) -> Bundle:
     redactor = make_redactor() if options.redact else None
     limit = options.max_log_bytes
     if limit is None:
-        limit = MAX_LOG_BYTES_REDACTED if options.redact else MAX_LOG_BYTES
+        limit = redacted_log_limit() if options.redact else MAX_LOG_BYTES
     staging = Staging()
     steps: list[StepResult] = []
 
@@ -136,6 +144,8 @@ def collect(out: Path, options: CollectOptions | None = None) -> Bundle:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "MAX_LOG_BYTES",
+    "MAX_LOG_BYTES_REDACTED",
     "KERNEL_LOG",
     "MANIFEST",
     "REPORT",
@@ -149,5 +159,6 @@ __all__ = [
     "StepResult",
     "cgroup_memory_text",
     "collect",
+    "redacted_log_limit",
     "summary_line",
 ]
