@@ -18,7 +18,7 @@ from crashlens.batch.hotspots import failure_host, implicated
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.row import JobRow
 from crashlens.decide.classifier import shipped_model
-from crashlens.match.rules import shipped_rules
+from crashlens.match.site import library as rule_library
 from crashlens.model import Fact, InputState, Verdict
 from crashlens.pipeline import AnalyzeOptions, analyze_inputs, build_report
 
@@ -44,7 +44,7 @@ def analyze_job(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
 
 
 def _analyze_into(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
-    rules = shipped_rules()
+    rules = rule_library()
     analyses = analyze_inputs(job.inputs, AnalyzeOptions(backend=backend), rules)
     prefix = root.rstrip(os.sep) + os.sep
 

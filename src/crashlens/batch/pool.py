@@ -27,7 +27,8 @@ from crashlens.batch.jobs import JobSpec
 from crashlens.batch.row import JobRow
 from crashlens.decide.classifier import shipped_model
 from crashlens.match.engine import build_matcher
-from crashlens.match.rules import Rule, shipped_rules
+from crashlens.match.rules import Rule
+from crashlens.match.site import library as rule_library
 
 IN_FLIGHT_PER_WORKER = 3
 """Tasks queued per worker: enough that a worker never waits for the parent."""
@@ -40,7 +41,7 @@ Clock = Callable[[], float]
 
 def prepare(backend: str = "auto") -> tuple[Rule, ...]:
     """Load the rules and the model and build the scan databases (once per process)."""
-    rules = shipped_rules()
+    rules = rule_library()
     build_matcher(rules, backend).prepare_all()
     shipped_model()
     return rules

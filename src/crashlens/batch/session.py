@@ -21,7 +21,7 @@ from crashlens.batch.jobs import JobSpec, discover_jobs
 from crashlens.batch.pool import Runner
 from crashlens.batch.row import JobRow
 from crashlens.batch.summary import SummaryBuilder
-from crashlens.match.rules import shipped_rules
+from crashlens.match.site import library as rule_library
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
@@ -97,7 +97,7 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
     root = os.path.abspath(options.root)
     out = Path(os.path.abspath(options.out))
     workers = options.workers or default_workers()
-    rules = shipped_rules()  # the scan database is compiled only if a job needs analyzing
+    rules = rule_library()  # the scan database is compiled only if a job needs analyzing
     head = cache.header(root, options.job_glob, rules)
     previous = cache.load(out, head) if options.use_cache else cache.ScanCache(head)
     jobs = list(discover_jobs(Path(root), options.job_glob, exclude=out))

@@ -8,21 +8,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, assert_never
+from typing import TYPE_CHECKING, Annotated, assert_never
 
 import typer
 
 from crashlens import __version__
 from crashlens.cli.exits import ExitCode, fatal
+from crashlens.cli.notify import check_notify_url, post_json
+from crashlens.cli.rules import RulesOption, library_or_exit, rules_app
 from crashlens.model import InputKind, InputState, Report
 from crashlens.render import Format
+
+if TYPE_CHECKING:
+    from crashlens.match.rules import Rule
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Why did this distributed training run die? Root cause, evidence and fix from its logs.",
 )
-rules_app = typer.Typer(no_args_is_help=True, help="List and explain the rule library.")
 app.add_typer(rules_app, name="rules")
 
 BACKENDS = ("auto", "hyperscan", "python")
@@ -107,6 +111,15 @@ def analyze(
             help="Write the pseudonym -> original mapping to this file (for you only).",
         ),
     ] = None,
+    site_rules: RulesOption = None,
+    notify: Annotated[
+        str | None,
+        typer.Option(
+            "--notify",
+            help="POST the JSON report (redacted when redaction is on) to this http(s) URL; "
+            "a failure is reported on stderr and does not change the exit status.",
+        ),
+    ] = None,
 ) -> None:
     """Analyze the files a failed run left behind and report the root cause."""
     from crashlens.errors import PatternError
@@ -114,6 +127,7 @@ def analyze(
     from crashlens.pipeline import analyze as run_analysis
 
     _check_backend(backend)
+    check_notify_url(notify)
     missing = [p for p in paths if p != "-" and not Path(p).exists()]
     if missing and len(missing) == len(paths):
         fatal(f"no such file or directory: {', '.join(missing)}", ExitCode.USAGE)
@@ -124,12 +138,17 @@ def analyze(
     options = AnalyzeOptions(
         forced_kinds=_parse_kinds(kind or []), backend=backend, use_model=not rules_only
     )
+    library = library_or_exit(site_rules)
     try:
-        report = run_analysis(paths, options)
+        report = run_analysis(paths, options, rules=library)
     except PatternError as error:
         fatal(f"invalid pattern library: {error}", ExitCode.BAD_PATTERNS)
     report = _prepare(report, paths, output_format, redact, redact_map)
-    _emit(report, output_format, output, redacted=redact)
+    _emit(report, output_format, output, redacted=redact, rules=library)
+    if notify is not None:
+        from crashlens.render.json import render_json
+
+        post_json(notify, render_json(report))
     if report.inputs and all(i.status is InputState.SKIPPED for i in report.inputs):
         reasons = "; ".join(f"{i.path}: {i.reason}" for i in report.inputs[:3])
         fatal(f"nothing could be analyzed ({reasons})", ExitCode.NOTHING_TO_ANALYZE)
@@ -158,11 +177,17 @@ def _prepare(
     return report
 
 
-def _emit(report: Report, output_format: Format, output: Path | None, redacted: bool) -> None:
+def _emit(
+    report: Report,
+    output_format: Format,
+    output: Path | None,
+    redacted: bool,
+    rules: tuple[Rule, ...] | None = None,
+) -> None:
     # Each renderer is imported only when chosen: start-up time is part of the interface.
     match output_format:
         case Format.TERMINAL:
-            _emit_terminal(report, output)
+            _emit_terminal(report, output, rules)
             return
         case Format.JSON:
             from crashlens.render.json import render_json
@@ -187,14 +212,14 @@ def _emit(report: Report, output_format: Format, output: Path | None, redacted: 
         fatal(f"cannot write {output}: {error.strerror or error}", ExitCode.USAGE)
 
 
-def _emit_terminal(report: Report, output: Path | None) -> None:
+def _emit_terminal(report: Report, output: Path | None, rules: tuple[Rule, ...] | None) -> None:
     from rich.console import Console
 
     from crashlens.match.focus import evidence_focus
     from crashlens.match.rules import shipped_rules
     from crashlens.render.terminal import render_terminal
 
-    focus = evidence_focus(shipped_rules())  # what a shortened evidence line keeps
+    focus = evidence_focus(rules or shipped_rules())  # what a shortened evidence line keeps
     if output is None:
         render_terminal(report, Console(), focus)
         return
@@ -218,50 +243,6 @@ def detect(
         shown = ", ".join(f"{kind.value}={score:.2f}" for kind, score in item.ranking[:4])
         reason = visible(item.detection.reason)
         typer.echo(f"{path}: {item.detection.kind.value} ({reason}; {shown})")
-
-
-@rules_app.command("list")
-def rules_list() -> None:
-    """List every rule: id, category, role, weight and title."""
-    from crashlens.match.rules import shipped_rules
-
-    for rule in shipped_rules():
-        typer.echo(
-            f"{rule.id:48} {rule.category.value:12} {rule.role.value:8} "
-            f"{rule.weight:.2f}  {rule.title}"
-        )
-
-
-@rules_app.command("coverage")
-def rules_coverage() -> None:
-    """Per catalog table, how many entries a rule of the library recognises."""
-    from crashlens.match.catalogs import coverage
-    from crashlens.match.rules import shipped_rules
-
-    for row in coverage(shipped_rules()):
-        shown = ", ".join(row.missing[:8]) + (", ..." if len(row.missing) > 8 else "")
-        missing = f"  missing: {shown}" if row.missing else ""
-        typer.echo(f"{row.table:18} {row.covered:4}/{row.entries:<4}{missing}")
-
-
-@rules_app.command("show")
-def rules_show(rule_id: Annotated[str, typer.Argument(help="A rule id.")]) -> None:
-    """Show one rule: patterns, remediation and source file."""
-    from crashlens.match.rules import shipped_rules
-
-    for rule in shipped_rules():
-        if rule.id == rule_id:
-            typer.echo(f"{rule.id} ({rule.category.value}, {rule.role.value}, {rule.weight})")
-            typer.echo(rule.title)
-            for pattern in rule.patterns:
-                typer.echo(f"  pattern: {pattern}")
-            for condition in rule.facts:
-                typer.echo(f"  fact: {condition.key} {condition.op} {condition.value}")
-            for step in rule.remediation:
-                typer.echo(f"  step: {step.text}")
-            typer.echo(f"  file: {rule.source}")
-            return
-    fatal(f"no rule {rule_id!r}", ExitCode.USAGE)
 
 
 @app.command("eval")
@@ -362,11 +343,33 @@ def scan(
             help="Seconds one job may take before it is stopped and reported (0: no limit).",
         ),
     ] = 600.0,
+    site_rules: RulesOption = None,
+    prom: Annotated[
+        Path | None,
+        typer.Option(
+            "--prom",
+            help="Write Prometheus metrics to this file (node_exporter's textfile collector; "
+            "written atomically).",
+        ),
+    ] = None,
+    prom_top: Annotated[
+        int,
+        typer.Option("--prom-top", min=1, help="Fingerprints, hosts and GPUs kept in --prom."),
+    ] = 10,
+    notify: Annotated[
+        str | None,
+        typer.Option(
+            "--notify",
+            help="POST the JSON summary to this http(s) URL; a failure is reported on stderr "
+            "and does not change the exit status.",
+        ),
+    ] = None,
 ) -> None:
     """Analyze every job of a log archive: a table of verdicts, top failures, nodes to drain."""
     from crashlens.cli.scan import run_scan_command
 
     _check_backend(backend)
+    check_notify_url(notify)
     run_scan_command(
         root=root,
         out=out,
@@ -378,6 +381,10 @@ def scan(
         min_jobs=min_jobs,
         backend=backend,
         job_timeout=job_timeout or None,
+        site_rules=tuple(site_rules or ()),
+        prom=prom,
+        prom_top=prom_top,
+        notify=notify,
     )
 
 

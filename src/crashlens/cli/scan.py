@@ -28,6 +28,10 @@ def run_scan_command(
     min_jobs: int,
     backend: str,
     job_timeout: float | None = 600.0,
+    site_rules: Sequence[str] = (),
+    prom: Path | None = None,
+    prom_top: int = 10,
+    notify: str | None = None,
 ) -> None:
     """Run `crashlens scan` and print the summary; exits through `fatal` on an error."""
     from crashlens.batch.output import TABLE_FORMATS
@@ -44,6 +48,9 @@ def run_scan_command(
         fatal(f"--summary {summary_format!r}: must be one of {choices}", ExitCode.USAGE)
     if out.exists() and not out.is_dir():
         fatal(f"--out {out} exists and is not a folder", ExitCode.USAGE)
+    if prom is not None and not (prom.parent if str(prom.parent) else Path(".")).is_dir():
+        fatal(f"--prom {prom}: its folder does not exist", ExitCode.USAGE)
+    _use_site_rules(site_rules)
     from rich.console import Console
 
     errors = Console(stderr=True)
@@ -70,6 +77,17 @@ def run_scan_command(
     except OSError as error:
         fatal(f"cannot write to {out}: {error.strerror or error}", ExitCode.USAGE)
     summary = outcome.summary
+    if prom is not None:
+        from crashlens.batch.prometheus import write_metrics
+
+        try:
+            write_metrics(summary, prom, prom_top)
+        except OSError as error:
+            fatal(f"cannot write --prom {prom}: {error.strerror or error}", ExitCode.USAGE)
+    if notify is not None:
+        from crashlens.cli.notify import post_json
+
+        post_json(notify, json.dumps(summary, ensure_ascii=False))
     if summary_format == "json":
         from crashlens.render.inert import inert_data
 
@@ -89,3 +107,22 @@ def run_scan_command(
         )
     if summary["jobs"]["scanned"] == 0:
         fatal(f"no job found under {root}", ExitCode.NOTHING_TO_ANALYZE)
+
+
+def _use_site_rules(folders: Sequence[str]) -> None:
+    """Add --rules folders to CRASHLENS_RULES (the scan's workers read it) and check them.
+
+    The environment carries them because the workers load the library themselves
+    (`batch/pool.py`); an invalid site rule stops the scan before any job is read.
+    """
+    import os
+
+    from crashlens.errors import PatternError
+    from crashlens.match.site import RULES_ENV, library, site_dirs
+
+    if folders:
+        os.environ[RULES_ENV] = os.pathsep.join(str(path) for path in site_dirs(folders))
+    try:
+        library()
+    except PatternError as error:
+        fatal(f"invalid pattern library: {error}", ExitCode.BAD_PATTERNS)
