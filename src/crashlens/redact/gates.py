@@ -10,7 +10,8 @@ hit.
 
 Hyperscan (where a wheel exists) searches every gate in one pass; elsewhere each gate is a
 Python `re` over the folded bytes. Both only *propose* lines: the rows' own patterns decide, so
-the two backends redact identically (tests/test_redact_parts.py checks it).
+the two backends redact identically (tests/test_redact_leaks.py checks they propose the same
+lines).
 """
 
 from __future__ import annotations
