@@ -30,14 +30,20 @@ from dataclasses import dataclass
 from crashlens.model import Fact, FactValue, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
 from crashlens.text.sizes import human_size, is_human_size, unit_bytes
+from crashlens.text.values import bounded_int, finite_float
 
-_HEADER_RE = re.compile(r"^[ \t]*Filesystem[ \t]+(.*?)[ \t]*Mounted[ \t]+on[ \t]*$")
-_HEADER_SNIFF_RE = re.compile(r"^[ \t]*Filesystem[ \t]+[^\n]*Mounted[ \t]+on[ \t]*\r?$", re.M)
+# Possessive space runs: with `[ \t]+(.*?)[ \t]*` three repeats shared every space of a long
+# blank header and backtracked cubically. The columns are split on spaces, so the group may
+# keep the spaces before `Mounted`.
+_HEADER_RE = re.compile(r"^[ \t]*+Filesystem[ \t]++(.*?)Mounted[ \t]++on[ \t]*+$")
+_HEADER_SNIFF_RE = re.compile(r"^[ \t]*+Filesystem[ \t]++[^\n]*Mounted[ \t]++on[ \t]*+\r?$", re.M)
 _BLOCKS_RE = re.compile(r"^(\d+)([KMGT]?)-blocks$", re.IGNORECASE)
 _PERCENT_RE = re.compile(r"^(?:(\d+(?:\.\d+)?)%|-)$")
 _SI_HINT_RE = re.compile(r"(?:^|[ \t])\d+(?:\.\d+)?k(?=[ \t])", re.MULTILINE)
 _TOKEN_RE = re.compile(r"\S+")
 _DEV_SHM = "/dev/shm"
+_MAX_COLUMNS = 16
+"""More columns than any df prints: such a "header" is not one (and rows would cost n^2)."""
 
 # Header names -> column role. Unknown names are kept as "other" and only checked loosely.
 _ROLES = {
@@ -73,9 +79,10 @@ def _layout(header_columns: str) -> _Layout:
     for name in header_columns.split():
         lowered = name.lower()
         blocks = _BLOCKS_RE.match(name)
-        if blocks:
+        count = bounded_int(blocks.group(1)) if blocks else None
+        if blocks and count is not None:
             roles.append("size")
-            block_bytes = int(blocks.group(1)) * unit_bytes(blocks.group(2))
+            block_bytes = count * unit_bytes(blocks.group(2))
         else:
             roles.append(_ROLES.get(lowered, "other"))
     return _Layout(tuple(roles), block_bytes)
@@ -99,8 +106,10 @@ class _Row:
 
 def _split_row(line: str, layout: _Layout) -> _Row | None:
     """Split a data row: filesystem, the header's columns, mount point (spaces allowed)."""
-    tokens = list(_TOKEN_RE.finditer(line))
     width = len(layout.roles)
+    if width > _MAX_COLUMNS:
+        return None
+    tokens = list(_TOKEN_RE.finditer(line))
     # Try the shortest filesystem first: a name with spaces is rarer than a mount with them.
     for fs_len in range(1, len(tokens) - width + 1):
         columns = tokens[fs_len : fs_len + width]
@@ -122,7 +131,7 @@ def _split_row(line: str, layout: _Layout) -> _Row | None:
 
 def _percent(token: str | None) -> float | None:
     found = _PERCENT_RE.match(token or "")
-    return float(found.group(1)) if found and found.group(1) is not None else None
+    return finite_float(found.group(1)) if found else None
 
 
 class _Table:
@@ -183,7 +192,7 @@ def _count(token: str | None) -> int | None:
     """An inode count (`df -i` prints plain numbers; `df -ih` prints `1.2M`)."""
     if token is None:
         return None
-    return human_size(token, None) if not token.isdigit() else int(token)
+    return human_size(token, None) if not token.isdigit() else bounded_int(token)
 
 
 class DfParser(DocumentParser):

@@ -21,8 +21,8 @@ import re
 
 from crashlens.model import Fact, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
+from crashlens.text.values import bounded_int
 
-_BANNER_RE = re.compile(r"^-{3,}[ \t]*(.*?)[ \t]*-{3,}[ \t]*$")
 _SNIFF_SHM_RE = re.compile(r"^-{3,}[ \t]*Shared Memory (?:Segments|Limits)[ \t]*-{3,}", re.M)
 _SNIFF_OTHER_RE = re.compile(
     r"^-{3,}[ \t]*(?:Message Queues|Semaphore Arrays|Messages Limits|Semaphore Limits)"
@@ -30,7 +30,7 @@ _SNIFF_OTHER_RE = re.compile(
     re.M,
 )
 _SNIFF_HEADER_RE = re.compile(r"^key[ \t]+shmid[ \t]+owner[ \t]+perms", re.M)
-_LIMIT_RE = re.compile(r"^[ \t]*(.+?)[ \t]*=[ \t]*(-?\d+)[ \t]*$")
+_LIMIT_VALUE_RE = re.compile(r"[ \t]*(-?\d+)[ \t]*")
 _SEGMENT_KEY_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 
 _LIMIT_FACTS = {
@@ -38,6 +38,19 @@ _LIMIT_FACTS = {
     "max total shared memory (kbytes)": "ipcs.shmall_kb",
     "max number of segments": "ipcs.shmmni",
 }
+
+
+def _banner(line: str) -> str | None:
+    """The title of a `------ Shared Memory Segments --------` banner, or None.
+
+    Written without a regex: `-{3,}(.*?)-{3,}` backtracks cubically on a long run of dashes.
+    """
+    stripped = line.strip()
+    if not (stripped.startswith("---") and stripped.endswith("---")):
+        return None
+    if len(stripped) < 6 and not stripped.strip("-"):
+        return None  # `-----`: one run of dashes cannot be both borders
+    return stripped.strip("-").strip(" \t")
 
 
 class _Segments:
@@ -64,8 +77,9 @@ class _Segments:
         self.count += 1
         if "bytes" in self.columns:
             index = self.columns.index("bytes")
-            if index < len(tokens) and tokens[index].isdigit():
-                self.total += int(tokens[index])
+            size = bounded_int(tokens[index]) if index < len(tokens) else None
+            if size is not None and tokens[index].isdigit():
+                self.total += size
         # `dest` (marked for removal) and `locked` share the last column, `status`.
         status_at = self.columns.index("status") if "status" in self.columns else 1
         if "dest" in tokens[status_at:]:
@@ -114,11 +128,11 @@ class IpcsParser(DocumentParser):
         segments: _Segments | None = None
         for lineno, raw in enumerate(text.split("\n"), start=1):
             line = clean_line(raw)
-            banner = _BANNER_RE.match(line.strip())
-            if banner:
+            banner = _banner(line)
+            if banner is not None:
                 if segments is not None:
                     facts.append(segments.fact(path))
-                section = banner.group(1).lower()
+                section = banner.lower()
                 segments = (
                     _Segments(lineno, line.strip()) if "shared memory seg" in section else None
                 )
@@ -134,10 +148,11 @@ class IpcsParser(DocumentParser):
 
     @staticmethod
     def _limit(line: str, lineno: int, path: str) -> list[Fact]:
-        found = _LIMIT_RE.match(line)
-        if not found:
+        # `label = value`: the label is what precedes the last `=` (a number holds none)
+        label, equals, rest = line.rpartition("=")
+        found = _LIMIT_VALUE_RE.fullmatch(rest) if equals else None
+        key = _LIMIT_FACTS.get(label.strip(" \t").lower()) if found else None
+        value = bounded_int(found.group(1)) if found else None
+        if key is None or value is None:
             return []
-        key = _LIMIT_FACTS.get(found.group(1).lower())
-        if key is None:
-            return []
-        return [fact(key, int(found.group(2)), path, lineno, text=line.strip())]
+        return [fact(key, value, path, lineno, text=line.strip())]

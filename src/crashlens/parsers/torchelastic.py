@@ -29,6 +29,8 @@ from crashlens.parsers.launcher.messages import (
     parse_exception,
     version_facts,
 )
+from crashlens.text.tolerant_json import loads
+from crashlens.text.values import bounded_int, finite_float, int_of_float
 
 _FIELD_START = {
     name: re.compile(rf'"{name}"[ \t\r\n]*:[ \t\r\n]*')
@@ -73,7 +75,7 @@ class TorchElasticErrorParser(DocumentParser):
 def _strict_fields(text: str) -> dict[str, str] | None:
     """The interesting fields of a well-formed file, flattened; None when it does not load."""
     try:
-        data: Any = json.loads(text)
+        data: Any = loads(text)
     except ValueError:
         return None
     if not isinstance(data, dict):
@@ -209,15 +211,10 @@ def _ranks_from_path(path: str) -> tuple[int | None, int | None]:
     local = _LOCAL_RANK_PATH.search(path)
     name = _RANK_NAME.search(re.split(r"[/\\]", path)[-1])
     return (
-        int(name.group(1)) if name else None,
-        int(local.group(1)) if local else None,
+        bounded_int(name.group(1)) if name else None,
+        bounded_int(local.group(1)) if local else None,
     )
 
 
 def _int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(float(value))
-    except ValueError:
-        return None
+    return int_of_float(finite_float(value))

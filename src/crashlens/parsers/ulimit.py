@@ -27,15 +27,18 @@ import re
 
 from crashlens.model import Fact, InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line, fact
+from crashlens.text.values import bounded_int
 
 # bash: `label   (unit, -x) value` or `label   (-x) value`
+# Possessive repeats, and `(?<![ \t])` where a lazy label meets the spaces before the value,
+# keep these linear: the plain forms backtracked cubically (a 3.8 KB line took 37 s).
 _BASH_RE = re.compile(
-    r"^[ \t]*([a-zA-Z][^()]*?)[ \t]*\((?:[^()]*?,[ \t]*)?-([a-zA-Z])\)[ \t]+(\S+)[ \t]*$"
+    r"^[ \t]*+([a-zA-Z][^()]*+)\((?:[^()]*,[ \t]*)?-([a-zA-Z])\)[ \t]++(\S++)[ \t]*+$"
 )
 # zsh: `-x: label (unit)   value`
-_ZSH_RE = re.compile(r"^[ \t]*-([a-zA-Z]):[ \t]+(.+?)[ \t]+(\S+)[ \t]*$")
-# dash: `locked memory(kb)    64`
-_DASH_RE = re.compile(r"^[ \t]*([a-z][a-z ]*?)(?:\(([a-z]+)\))?[ \t]+(\S+)[ \t]*$")
+_ZSH_RE = re.compile(r"^[ \t]*+-([a-zA-Z]):[ \t]++(.+?)(?<![ \t])[ \t]++(\S++)[ \t]*+$")
+# dash: `locked memory(kb)    64` (the label ends in a space only before a unit)
+_DASH_RE = re.compile(r"^[ \t]*+([a-z][a-z ]*?)(?:\(([a-z]+)\)|(?<! ))[ \t]++(\S++)[ \t]*+$")
 _VALUE_RE = re.compile(r"^(?:-?\d+|unlimited|infinity)$")
 
 _BY_FLAG = {
@@ -70,7 +73,9 @@ _BASH_FIRST_RE = re.compile(
 
 
 _PROC_HEADER_RE = re.compile(r"^Limit[ \t]+Soft Limit[ \t]+Hard Limit[ \t]+Units", re.MULTILINE)
-_PROC_ROW_RE = re.compile(r"^Max ([a-z ]+?)[ \t]{2,}(\S+)[ \t]+(\S+)(?:[ \t]+([a-z]+))?[ \t]*$")
+_PROC_ROW_RE = re.compile(
+    r"^Max ([a-z ]+?)(?<! )[ \t]{2,}+(\S++)[ \t]++(\S++)(?:[ \t]++([a-z]++))?[ \t]*+$"
+)
 _PROC_ROWS = {
     "locked memory": ("l", 1024),
     "open files": ("n", 1),
@@ -111,7 +116,7 @@ def _proc_facts(text: str, path: str) -> list[Fact]:
 def _value(token: str) -> int | None:
     if not _VALUE_RE.match(token):
         return None
-    return -1 if token in ("unlimited", "infinity") else int(token)
+    return -1 if token in ("unlimited", "infinity") else bounded_int(token)
 
 
 def _row(line: str) -> tuple[str, str] | None:

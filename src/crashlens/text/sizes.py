@@ -8,6 +8,7 @@ sizes use binary units (`1.0 GiB`), as the tools themselves print them.
 
 from __future__ import annotations
 
+import math
 import re
 
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6, "Z": 7, "Y": 8}
@@ -38,7 +39,12 @@ def docker_size(value: object) -> int | None:
     if not found:
         return None
     number, unit = found.groups()
-    return int(float(number) * unit_bytes(unit))
+    return _whole(float(number) * unit_bytes(unit))
+
+
+def _whole(size: float) -> int | None:
+    """Bytes as an int; None when the digits overflowed a float (`int(inf)` raises)."""
+    return int(size) if math.isfinite(size) else None
 
 
 def is_human_size(token: str) -> bool:
@@ -60,20 +66,22 @@ def human_size(token: str, block_bytes: int | None = None, si: bool = False) -> 
     number = float(found.group(1).replace(",", "."))
     unit = found.group(2) or ""
     if block_bytes is not None and not unit:
-        return int(number * block_bytes)
-    return int(number * unit_bytes(unit, 1000 if si else 1024))
+        return _whole(number * block_bytes)
+    return _whole(number * unit_bytes(unit, 1000 if si else 1024))
 
 
 _TORCH_UNITS = {"b": 1, "bytes": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 _TORCH_UNITS |= {"kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
 
 
-def to_bytes(number: str, unit: str) -> int:
+def to_bytes(number: str, unit: str) -> int | None:
     """`2.00`, `GiB` -> bytes, as torch prints sizes (binary units, `KB` ... `TB` included).
 
-    An unknown unit raises KeyError: the caller's pattern names the units it lets through.
+    None when the number overflows a float. An unknown unit raises KeyError: the caller's
+    pattern names the units it lets through.
     """
-    return int(round(float(number) * _TORCH_UNITS[unit.lower()]))
+    size = float(number) * _TORCH_UNITS[unit.lower()]
+    return round(size) if math.isfinite(size) else None
 
 
 def human_bytes(size: float) -> str:

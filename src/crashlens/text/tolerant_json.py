@@ -5,11 +5,17 @@ follows (a second command's output, a prompt) is left to the caller. When strict
 it accepts trailing commas before `]` / `}` (podman's documentation example has them), and
 otherwise closes a truncated document at its latest complete value, trying at most
 `MAX_REPAIRS` cut points, latest first. `Repair` says which of these was needed.
+
+An absurd value costs that value only: an integer longer than Python's 4300-digit limit and a
+number or constant that is not finite (`1e999`, `Infinity`, `NaN`) decode as None, and a
+container nested deeper than `MAX_DEPTH` (the decoder would raise RecursionError) is blanked
+out to `null`, offsets and line numbers kept, so the rest of the document still decodes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -25,8 +31,88 @@ _TOKEN_RE = re.compile(
 _TRAILING_COMMA_RE = re.compile(r'("(?:[^"\\]|\\[\s\S])*")|,(\s*[\]}])')
 MAX_REPAIRS = 64
 """How many cut points the truncation repair tries, latest first."""
+MAX_DEPTH = 200
+"""Deepest nesting decoded; a deeper container becomes null (no tool nests 200 levels)."""
+MAX_INT_DIGITS = 4300
+"""Python's own limit on `int()` of a string (`sys.get_int_max_str_digits`)."""
 
-_DECODER = json.JSONDecoder()
+
+def _json_int(digits: str) -> int | None:
+    return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else None
+
+
+def _json_float(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _json_constant(_name: str) -> None:
+    return None  # Infinity, -Infinity, NaN: not a value any tool means
+
+
+_DECODER = json.JSONDecoder(
+    parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant
+)
+
+
+def loads(text: str) -> Any:
+    """`json.loads` that never meets an absurd value (the module doc); ValueError if not JSON."""
+    value, end = _raw_decode(text, 0)
+    if text[end:].strip():
+        raise ValueError(f"extra data at offset {end}")
+    return value
+
+
+def _raw_decode(text: str, start: int) -> tuple[Any, int]:
+    """`raw_decode`, with over-deep containers blanked first when they are what failed."""
+    try:
+        return _DECODER.raw_decode(text, start)
+    except RecursionError:
+        pass
+    return _DECODER.raw_decode(blank_deep(text, start), start)
+
+
+def blank_deep(text: str, start: int = 0, limit: int = MAX_DEPTH) -> str:
+    """`text` with every container opened deeper than `limit` replaced by `null` and spaces.
+
+    Newlines are kept, so offsets and line numbers of everything else stay the same.
+    """
+    depth = 0
+    pieces: list[str] = []
+    kept_to = 0
+    deep_from: int | None = None
+    for token in _TOKEN_RE.finditer(text, start):
+        if token.lastgroup == "cut":
+            break
+        if token.lastgroup == "str":
+            continue
+        char = token.group()
+        if char in "[{":
+            depth += 1
+            if depth > limit and deep_from is None:
+                deep_from = token.start()
+        elif char in "]}":
+            depth -= 1
+            if deep_from is not None and depth == limit:
+                pieces.append(text[kept_to:deep_from])
+                pieces.append(_blank(text[deep_from : token.end()]))
+                kept_to, deep_from = token.end(), None
+            if depth <= 0:
+                break
+    if deep_from is not None:  # never closed: blank to the end
+        pieces.append(text[kept_to:deep_from])
+        pieces.append(_blank(text[deep_from:]))
+        kept_to = len(text)
+    pieces.append(text[kept_to:])
+    return "".join(pieces)
+
+
+def _blank(span: str) -> str:
+    """`null` padded to the span's length, its newlines kept where they were."""
+    lines = span.split("\n")
+    out = ["null".ljust(len(lines[0])) if len(lines[0]) >= 4 else "null"]
+    out.extend(" " * len(line) for line in lines[1:])
+    return "\n".join(out)
 
 
 class Repair(StrEnum):
@@ -82,9 +168,9 @@ def strip_trailing_commas(text: str) -> str:
 def _decode_lenient(text: str) -> tuple[Any, int]:
     """Decode the first JSON value of text, accepting trailing commas; raises ValueError."""
     try:
-        return _DECODER.raw_decode(text)
+        return _raw_decode(text, 0)
     except ValueError:
-        return _DECODER.raw_decode(strip_trailing_commas(text))
+        return _raw_decode(strip_trailing_commas(text), 0)
 
 
 def _close_truncated(text: str, walk: _BracketWalk, start: int) -> Any:
@@ -135,7 +221,7 @@ class FirstValue:
 def read_first_value(text: str, start: int = 0) -> FirstValue | None:
     """Decode the JSON value at `start` (see the module doc); None when nothing decodes."""
     try:
-        value, end = _DECODER.raw_decode(text, start)
+        value, end = _raw_decode(text, start)
         return FirstValue(value, start, end, None, text)
     except ValueError:
         pass

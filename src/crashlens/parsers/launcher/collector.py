@@ -28,6 +28,7 @@ from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
 from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS
 from crashlens.parsers.launcher.tools import TOOL_ANCHOR, TOOLS
 from crashlens.text.sizes import to_bytes
+from crashlens.text.values import bounded_int, finite_float
 
 MAX_EXCEPTIONS = 200
 """Distinct exceptions, OOMs, timeouts, NCCL errors and signals kept, each."""
@@ -166,8 +167,10 @@ class LauncherCollector(DeathSigns):
         m = _AGENT_FAILED.search(line.text)
         if m is None:
             return
-        code, local_rank = int(m.group(1)), int(m.group(2))
-        pid = int(m.group(3)) if m.group(3) else None
+        code, local_rank = bounded_int(m.group(1)), bounded_int(m.group(2))
+        pid = bounded_int(m.group(3)) if m.group(3) else None
+        if code is None:
+            return  # an absurd number: the line is left unparsed
         self._add(
             "launcher.exit_code",
             code,
@@ -184,9 +187,11 @@ class LauncherCollector(DeathSigns):
         m = _DS_RC.search(line.text)
         if m is None:
             return
-        code = int(m.group(1))
+        code = bounded_int(m.group(1))
         lr = _DS_LOCAL_RANK.search(line.text)
-        local_rank = int(lr.group(1)) if lr else None
+        local_rank = bounded_int(lr.group(1)) if lr else None
+        if code is None:
+            return
         self._add(
             "launcher.exit_code",
             code,
@@ -202,12 +207,16 @@ class LauncherCollector(DeathSigns):
 
     def on_subprocess(self, line: Line) -> None:
         # The source depends on the launcher, known only at the end: kept until finish().
+        code: int | None
         if m := _CPE_SIGNAL.search(line.text):
-            code = -int(m.group(2))
+            signum = bounded_int(m.group(2))
+            code = -signum if signum is not None else None
             self.signals.add(m.group(1), line.lineno, line.raw, source="subprocess", host=line.host)
         elif m := _CPE_STATUS.search(line.text):
-            code = int(m.group(1))
+            code = bounded_int(m.group(1))
         else:
+            return
+        if code is None:
             return
         if len(self.subprocess_exits) < MAX_REPORT_RECORDS:
             self.subprocess_exits.append(
@@ -228,11 +237,12 @@ class LauncherCollector(DeathSigns):
         rest = line.text[m.end() :]
         work = dict(_WORK_FIELD.findall(rest))
         timeout = work.get("Timeout(ms)")
-        if timeout is None or not timeout.isdigit():
+        timeout_ms = bounded_int(timeout) if timeout is not None and timeout.isdigit() else None
+        if timeout_ms is None:
             return
         rank = line.rank
         if rank is None and (r := _RANK_IN_TEXT.search(line.text)):
-            rank = int(r.group(1))
+            rank = bounded_int(r.group(1))
         seq = work.get("SeqNum")
         key = (rank, seq)
         if key in self.timeouts or len(self.timeouts) >= MAX_EXCEPTIONS:
@@ -241,12 +251,12 @@ class LauncherCollector(DeathSigns):
         ran = _RAN_FOR.search(rest)
         self._add(
             "nccl.timeout",
-            int(timeout),
+            timeout_ms,
             line,
             rank=rank,
             op=work.get("OpType"),
-            ran_ms=int(ran.group(1)) if ran else None,
-            seq=int(seq) if seq and seq.isdigit() else None,
+            ran_ms=bounded_int(ran.group(1)) if ran else None,
+            seq=bounded_int(seq) if seq and seq.isdigit() else None,
             host=line.host,
         )
 
@@ -263,8 +273,9 @@ class LauncherCollector(DeathSigns):
             self.keep_first("launcher.num_workers", workers, line)
 
     def on_slurm_oom(self, line: Line) -> None:
-        if m := _SLURM_OOM.search(line.text):
-            self._add("slurm.oom_kill_events", int(m.group(1)), line, step=m.group(2))
+        m = _SLURM_OOM.search(line.text)
+        if m and (events := bounded_int(m.group(1))) is not None:
+            self._add("slurm.oom_kill_events", events, line, step=m.group(2))
 
     def on_slurm_cancel(self, line: Line) -> None:
         if m := _SLURM_CANCEL.search(line.text):
@@ -279,11 +290,14 @@ class LauncherCollector(DeathSigns):
             return
         node, task, what = m.group(1), m.group(2), m.group(3)
         self._add("slurm.task_failure", what, line, node=node, task=task)
-        task_attr: FactValue = int(task) if task.isdigit() else task
-        if ex := _SRUN_EXIT.search(what):
+        task_number = bounded_int(task) if task.isdigit() else None
+        task_attr: FactValue = task_number if task_number is not None else task
+        ex = _SRUN_EXIT.search(what)
+        code = bounded_int(ex.group(1)) if ex else None
+        if ex and code is not None:
             self._add(
                 "launcher.exit_code",
-                int(ex.group(1)),
+                code,
                 line,
                 host=node,
                 task=task_attr,
@@ -310,7 +324,7 @@ class LauncherCollector(DeathSigns):
                 line.lineno,
                 line.raw,
                 rank=line.rank,
-                pid=int(m.group(3)),
+                pid=bounded_int(m.group(3)),
                 source="torchelastic",
             )
         if m := _DATALOADER_SIG.search(text):
@@ -321,7 +335,7 @@ class LauncherCollector(DeathSigns):
                     line.lineno,
                     line.raw,
                     rank=line.rank,
-                    pid=int(m.group(1)),
+                    pid=bounded_int(m.group(1)),
                     host=line.host,
                     source="dataloader-worker",
                 )
@@ -329,8 +343,11 @@ class LauncherCollector(DeathSigns):
             self.signals.add(
                 m.group(1), line.lineno, line.raw, host=line.host, source="agent-received"
             )
-        if m := _MPI_SIGNAL.search(text):
-            rank, pid, node, signum = int(m.group(1)), int(m.group(2)), m.group(3), int(m.group(4))
+        mpi = _MPI_SIGNAL.search(text)
+        mpi_signum = bounded_int(mpi.group(4)) if mpi else None
+        if mpi and mpi_signum is not None:
+            rank, pid, node = bounded_int(mpi.group(1)), bounded_int(mpi.group(2)), mpi.group(3)
+            signum = mpi_signum
             self._add(
                 "launcher.exit_code", -signum, line, rank=rank, pid=pid, host=node, source="mpirun"
             )
@@ -340,14 +357,14 @@ class LauncherCollector(DeathSigns):
         if m := _SHELL_KILLED.search(text):
             signum = SIGNAL_WORDS[m.group(2).lower()]
             self.signals.add(
-                SIGNALS[signum], line.lineno, line.raw, pid=int(m.group(1)), source="shell"
+                SIGNALS[signum], line.lineno, line.raw, pid=bounded_int(m.group(1)), source="shell"
             )
 
     def on_nccl(self, line: Line) -> None:
         text = line.text
         if (m := _NCCL_WARN.match(text)) and self.nccl_warns < MAX_NCCL_WARNS:
             self.nccl_warns += 1
-            dev = int(m.group(1)) if m.group(1) else None
+            dev = bounded_int(m.group(1)) if m.group(1) else None
             self._add(
                 "nccl.warn",
                 m.group(3)[:EXCEPTION_CHARS],
@@ -367,8 +384,9 @@ class LauncherCollector(DeathSigns):
                 break
 
     def on_pdsh(self, line: Line) -> None:
-        if m := _PDSH_EXIT.search(line.raw):
-            self._add("launcher.exit_code", int(m.group(2)), line, host=m.group(1), source="pdsh")
+        m = _PDSH_EXIT.search(line.raw)
+        if m and (code := bounded_int(m.group(2))) is not None:
+            self._add("launcher.exit_code", code, line, host=m.group(1), source="pdsh")
 
     def on_transport(self, line: Line) -> None:
         if m := _NCCL_NET.search(line.text):
@@ -383,7 +401,9 @@ class LauncherCollector(DeathSigns):
         m = _CPU_MEM.search(line.text)
         if m is None:
             return
-        percent = float(m.group(3))
+        percent = finite_float(m.group(3))
+        if percent is None:
+            return
         if self.cpu_mem is None or percent > float(self.cpu_mem.value):
             self.cpu_mem = fact(
                 "launcher.cpu_memory_percent",

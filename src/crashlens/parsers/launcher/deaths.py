@@ -44,6 +44,7 @@ from crashlens.parsers.base import Anchor, AnchoredCollector, fact
 from crashlens.parsers.launcher.ending import ending_facts, fatal_kind
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
 from crashlens.parsers.launcher.signals import SIGNAL_WORDS, SIGNALS, SignalLog
+from crashlens.text.values import bounded_int
 
 MAX_SIGNS = 200
 """Facts of each kind kept (states, exit codes, signals)."""
@@ -125,23 +126,25 @@ def shell_signal(text: str) -> str | None:
 def signal_name(value: str) -> str | None:
     """`SIGBUS` or `7` -> `SIGBUS` (Linux numbering); None for what names no signal."""
     if value.isdigit():
-        return SIGNALS.get(int(value))
+        number = bounded_int(value)
+        return SIGNALS.get(number) if number is not None else None
     return value if value in SIGNALS.values() else None
 
 
 def slurm_state(text: str) -> tuple[str, dict[str, FactValue]] | None:
     """A Slurm state and its exit code / signal / uid from a sacct, scontrol or seff line."""
-    attrs: dict[str, FactValue] = {}
+    figures: dict[str, int | None] = {}
     if m := _SACCT_ROW.search(text):
         state = m.group(1)
-        attrs = {"exit_code": int(m.group(2)), "signal": int(m.group(3))}
+        figures = {"exit_code": bounded_int(m.group(2)), "signal": bounded_int(m.group(3))}
     elif m := _SEFF.search(text):
         state = m.group(1)
-        attrs = {"exit_code": int(m.group(2))}
+        figures = {"exit_code": bounded_int(m.group(2))}
     elif m := _SCONTROL.search(text):
         state = m.group(1)
     else:
         return None
+    attrs: dict[str, FactValue] = {k: v for k, v in figures.items() if v is not None}
     if state.startswith("CANCELLED by "):
         attrs["by"] = state.removeprefix("CANCELLED by ")
     state = state.split(" ", 1)[0].rstrip("+")
@@ -214,7 +217,7 @@ class DeathSigns(AnchoredCollector):
             name = SIGNALS.get(SIGNAL_WORDS.get(m.group(4).lower(), 0))
         else:
             name = signal_name((m.group(1) or m.group(2)).upper())
-        pid = int(m.group(3)) if m.group(3) else None
+        pid = bounded_int(m.group(3)) if m.group(3) else None
         if name is not None:
             # With the pid, torchelastic's own line and this one name one death (`SignalLog`).
             source = "torchelastic" if pid is not None else "text"
@@ -224,15 +227,17 @@ class DeathSigns(AnchoredCollector):
 
     def on_exit_wording(self, line: Line) -> None:
         if m := _EXIT_WORDING.search(line.text):
-            self._sign("process.exit_code", int(m.group(2)), line, wording=m.group(1).lower())
+            if (code := bounded_int(m.group(2))) is not None:
+                self._sign("process.exit_code", code, line, wording=m.group(1).lower())
         elif _MPI_NONZERO.search(line.text):
             self._sign("mpi.nonzero_exit", True, line)
 
     def on_k8s(self, line: Line) -> None:
         if m := _K8S_REASON.search(line.text):
             self._sign("k8s.reason", m.group(1), line)
-        if m := _K8S_EXIT.search(line.text):
-            self._sign("k8s.exit_code", int(m.group(1)), line)
+        m = _K8S_EXIT.search(line.text)
+        if m and (code := bounded_int(m.group(1))) is not None:
+            self._sign("k8s.exit_code", code, line)
 
     def on_slurm_state(self, line: Line) -> None:
         if found := slurm_state(line.text):

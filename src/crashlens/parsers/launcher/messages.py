@@ -8,6 +8,7 @@ import re
 
 from crashlens.model import FactValue
 from crashlens.text.sizes import to_bytes
+from crashlens.text.values import bounded_int
 
 EXCEPTION_CHARS = 300
 """Longest exception text kept (the type and the start of the message)."""
@@ -49,28 +50,34 @@ def parse_cuda_oom(text: str) -> tuple[int, dict[str, FactValue]] | None:
         if _OOM_BARE.search(text):
             return 0, {"wording": "cuda_error"}
         return None
-    attrs: dict[str, FactValue] = {}
+    figures: dict[str, FactValue | None] = {}
     if m := _OOM_NEW.search(text):
-        attrs["gpu"] = int(m.group(1))
-        attrs["total_bytes"] = to_bytes(m.group(2), m.group(3))
-        attrs["free_bytes"] = to_bytes(m.group(4), m.group(5))
-        attrs["wording"] = "2.3+" if "non-PyTorch" in text else "2.1"
+        figures["gpu"] = bounded_int(m.group(1))
+        figures["total_bytes"] = to_bytes(m.group(2), m.group(3))
+        figures["free_bytes"] = to_bytes(m.group(4), m.group(5))
+        figures["wording"] = "2.3+" if "non-PyTorch" in text else "2.1"
         if used := _OOM_IN_USE.search(text):
-            attrs["in_use_bytes"] = to_bytes(used.group(1), used.group(2))
+            figures["in_use_bytes"] = to_bytes(used.group(1), used.group(2))
         if alloc := _OOM_NEW_ALLOC.search(text):
             allocated = to_bytes(alloc.group(1), alloc.group(2))
-            attrs["allocated_bytes"] = allocated
+            unallocated = to_bytes(alloc.group(3), alloc.group(4))
+            figures["allocated_bytes"] = allocated
             # The new wording gives the unallocated part; keep one meaning: reserved in total.
-            attrs["reserved_bytes"] = allocated + to_bytes(alloc.group(3), alloc.group(4))
+            if allocated is not None and unallocated is not None:
+                figures["reserved_bytes"] = allocated + unallocated
     elif m := _OOM_OLD.search(text):
-        attrs["gpu"] = int(m.group(1))
-        attrs["total_bytes"] = to_bytes(m.group(2), m.group(3))
-        attrs["allocated_bytes"] = to_bytes(m.group(4), m.group(5))
-        attrs["free_bytes"] = to_bytes(m.group(6), m.group(7))
+        figures["gpu"] = bounded_int(m.group(1))
+        figures["total_bytes"] = to_bytes(m.group(2), m.group(3))
+        figures["allocated_bytes"] = to_bytes(m.group(4), m.group(5))
+        figures["free_bytes"] = to_bytes(m.group(6), m.group(7))
         if m.group(8):
-            attrs["reserved_bytes"] = to_bytes(m.group(8), m.group(9))
-        attrs["wording"] = "legacy"
-    return to_bytes(tried.group(1), tried.group(2)), attrs
+            figures["reserved_bytes"] = to_bytes(m.group(8), m.group(9))
+        figures["wording"] = "legacy"
+    tried_bytes = to_bytes(tried.group(1), tried.group(2))
+    if tried_bytes is None:
+        return None  # an absurd size: the line is left unparsed
+    # a figure too long to be a number is left out, the others kept
+    return tried_bytes, {key: value for key, value in figures.items() if value is not None}
 
 
 _EXCEPTION = re.compile(
@@ -92,7 +99,7 @@ def parse_exception(text: str) -> tuple[str, str, int | None] | None:
         return None
     message = (m.group(3) or "").strip()
     value = f"{exc_type}: {message}" if message else exc_type
-    rank = int(m.group(1)) if m.group(1) else None
+    rank = bounded_int(m.group(1)) if m.group(1) else None
     return exc_type, value[:EXCEPTION_CHARS], rank
 
 
@@ -114,8 +121,9 @@ def version_facts(text: str) -> list[tuple[str, str]]:
     if m := _TORCH_VERSION.search(text):
         version = (m.group(1) or m.group(2)).rstrip(".")
         found.append(("torch.version", version))
-        if cu := _TORCH_CU.search(version):
-            found.append(("cuda.version", f"{int(cu.group(1))}.{cu.group(2)}"))
+        cu = _TORCH_CU.search(version)
+        if cu and (major := bounded_int(cu.group(1))) is not None:
+            found.append(("cuda.version", f"{major}.{cu.group(2)}"))
     if m := _CUDA_VERSION.search(text):
         found.append(("cuda.version", m.group(1)))
     return found
@@ -132,8 +140,11 @@ _NPROC_FLAG = re.compile(r"--nproc[_-]per[_-]node[= ]([0-9]+)")
 _NNODES_FLAG = re.compile(r"--nnodes[= ](?:[0-9]+:)?([0-9]+)")
 _ACCEL_VALUE = re.compile(r"`--(num_processes|num_machines)` was set to a value of `([0-9]+)`")
 _ACCEL_FLAG = re.compile(r"--(num_processes|num_machines)[= ]([0-9]+)")
+# `[ \t]*[:= ][ \t]*` (a run of spaces with a space in it) written so that no two repeats
+# share a space: the plain form backtracked quadratically on a long run of spaces.
 _NUM_WORKERS = re.compile(
-    r"(?<![A-Za-z_])(?:dataloader_)?num_workers['\"]?[ \t]*[:= ][ \t]*([0-9]+)"
+    r"(?<![A-Za-z_])(?:dataloader_)?num_workers['\"]?"
+    r"(?:[ \t]*+[:=][ \t]*+|(?=[ \t]*\x20)[ \t]++)([0-9]+)"
 )
 
 
@@ -141,7 +152,7 @@ def world_facts(text: str) -> list[tuple[str, int]]:
     """(key, value) pairs for the world layout a line states: `launcher.nnodes`,
     `launcher.nproc_per_node`, `launcher.world_size` (torchelastic's WORLD INFO DICT,
     deepspeed's num_local_procs, world_size values, torchrun and accelerate flags)."""
-    found: list[tuple[str, int]] = []
+    found: list[tuple[str, int | None]] = []
     if m := _WORLD_DICT.search(text):
         sizes = [
             len([r for r in ranks.split(",") if r.strip()])
@@ -152,22 +163,22 @@ def world_facts(text: str) -> list[tuple[str, int]]:
             found.append(("launcher.nproc_per_node", max(sizes)))
             found.append(("launcher.world_size", sum(sizes)))
     if m := _DS_PROCS.search(text):
-        found.append(("launcher.nnodes", int(m.group(1))))
-        found.append(("launcher.nproc_per_node", int(m.group(2))))
+        found.append(("launcher.nnodes", bounded_int(m.group(1))))
+        found.append(("launcher.nproc_per_node", bounded_int(m.group(2))))
     if m := _WORLD_SIZE.search(text):
-        found.append(("launcher.world_size", int(m.group(1))))
+        found.append(("launcher.world_size", bounded_int(m.group(1))))
     if m := _NPROC_FLAG.search(text):
-        found.append(("launcher.nproc_per_node", int(m.group(1))))
+        found.append(("launcher.nproc_per_node", bounded_int(m.group(1))))
     if m := _NNODES_FLAG.search(text):
-        found.append(("launcher.nnodes", int(m.group(1))))
+        found.append(("launcher.nnodes", bounded_int(m.group(1))))
     flags = () if "unintended" in text else tuple(_ACCEL_FLAG.finditer(text))
     for m in (*_ACCEL_VALUE.finditer(text), *flags):
         key = "launcher.world_size" if m.group(1) == "num_processes" else "launcher.nnodes"
-        found.append((key, int(m.group(2))))
-    return found
+        found.append((key, bounded_int(m.group(2))))
+    return [(key, value) for key, value in found if value is not None]
 
 
 def num_workers(text: str) -> int | None:
     """The DataLoader worker count a command line or an args dump states."""
     m = _NUM_WORKERS.search(text)
-    return int(m.group(1)) if m else None
+    return bounded_int(m.group(1)) if m else None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from crashlens.model import Clock
 from crashlens.parsers.base import Split
 from crashlens.text.times import PLACEHOLDER_YEAR, fraction, plausible_time, utc_epoch
+from crashlens.text.values import bounded_int
 
 GLOG_YEAR = PLACEHOLDER_YEAR
 """glog prefixes carry month and day only; a fixed (leap) year keeps one file's times ordered."""
@@ -22,7 +23,8 @@ _RANK_PREFIX = re.compile(r"\[(?:rank|default)([0-9]+)\]:[ ]?")
 _TEE_PREFIX = re.compile(r"([0-9]{1,5}): ")
 _PDSH_AT = re.compile(r"pdsh@[^ :\t]+: ")
 _HOST_PREFIX = re.compile(r"([a-z0-9][a-z0-9._-]*): ")
-_NCCL_HOST = re.compile(r"([^ \t:\[\]]+):[0-9]+:[0-9]+ (?=\[[0-9]+\] )")
+# `(?<!...)`: a search starting inside a host name would rescan it (n^2 on a long token)
+_NCCL_HOST = re.compile(r"(?<![^ \t:\[\]])([^ \t:\[\]]+):[0-9]+:[0-9]+ (?=\[[0-9]+\] )")
 _STREAM_PREFIX = re.compile(r"(?:stdout|stderr): ")
 _DS_TIME = re.compile(
     r"\[([0-9]{4})-([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[,.]([0-9]{1,6}))?\] ?"
@@ -103,7 +105,7 @@ def _peel(text: str, found: _Prefixes) -> str | None:
     if m is None:  # pragma: no cover - the alternation just matched this branch
         return None
     if peeler is _RANK_PREFIX or peeler is _TEE_PREFIX:
-        found.rank = int(m.group(1))
+        found.rank = bounded_int(m.group(1))
     elif peeler is _GLOG or peeler is _GLOG_BRACKET:
         found.timestamp, found.clock = _glog_time(m), Clock.YEARLESS
         if found.timestamp is None:

@@ -26,6 +26,7 @@ from typing import Any
 from crashlens.model import Fact, Line
 from crashlens.parsers.base import Anchor, fact
 from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SignalLog
+from crashlens.text.values import bounded_int
 
 REPORT_SPAN = 400
 """Lines a torchelastic report may span; a record field further away is not one of its fields."""
@@ -60,7 +61,7 @@ class Record:
     @property
     def rank(self) -> int | None:
         m = _RANK_FIELD.match(self.value("rank"))
-        return int(m.group(1)) if m else None
+        return bounded_int(m.group(1)) if m else None
 
     def value(self, name: str) -> str:
         entry = self.fields.get(name)
@@ -129,10 +130,10 @@ class ReportReader:
         exit_entry = record.fields.get("exitcode")
         rank_m = _RANK_FIELD.match(record.value("rank"))
         exit_m = _EXIT_FIELD.match(record.value("exitcode"))
-        rank = int(rank_m.group(1)) if rank_m else None
-        local_rank = int(rank_m.group(2)) if rank_m and rank_m.group(2) else None
-        code = int(exit_m.group(1)) if exit_m else None
-        pid = int(exit_m.group(2)) if exit_m and exit_m.group(2) else None
+        rank = bounded_int(rank_m.group(1)) if rank_m else None
+        local_rank = bounded_int(rank_m.group(2)) if rank_m and rank_m.group(2) else None
+        code = bounded_int(exit_m.group(1)) if exit_m else None
+        pid = bounded_int(exit_m.group(2)) if exit_m and exit_m.group(2) else None
         host = record.value("host") or None
         error_file = record.value("error_file") or None
         source = "torchelastic-root-cause" if record.root else "torchelastic-failure"
@@ -177,7 +178,7 @@ class ReportReader:
                     entry[1],
                     entry[2],
                     rank=rank,
-                    pid=int(m.group(3)),
+                    pid=bounded_int(m.group(3)),
                     source="torchelastic",
                 )
                 return
