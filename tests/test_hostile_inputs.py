@@ -399,3 +399,94 @@ def test_a_tarball_stops_where_skipping_a_member_would_spend_the_budget(
         "rest of the archive not read: reaching what follows big.log means decompressing"
     )
     assert "CRASHLENS_MAX_ARCHIVE_MB" in (rest.reason or "")
+
+
+def _tar_bytes(members: dict[str, bytes], mode: str = "w") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as handle:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            handle.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _patch_central_entry(raw: bytearray, name: bytes, offset: int, value: int) -> None:
+    """Set a 2-byte field of `name`'s entry in a zip's central directory (what zipfile reads)."""
+    at = raw.find(b"PK\x01\x02")
+    while at >= 0:
+        length = int.from_bytes(raw[at + 28 : at + 30], "little")
+        if raw[at + 46 : at + 46 + length] == name:
+            raw[at + offset : at + offset + 2] = value.to_bytes(2, "little")
+            return
+        at = raw.find(b"PK\x01\x02", at + 4)
+    raise AssertionError(name)
+
+
+def test_odd_zip_members_each_get_a_reason(tmp_path: Path) -> None:
+    archive = tmp_path / "odd.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("train.log", BUS_ERROR)
+        handle.writestr("empty.log", b"")
+        locked = zipfile.ZipInfo("locked.log")
+        handle.writestr(locked, b"ciphertext")
+        strange = zipfile.ZipInfo("strange.log")
+        handle.writestr(strange, b"data")
+    raw = bytearray(archive.read_bytes())
+    _patch_central_entry(raw, b"locked.log", 8, 0x1)  # general purpose flags: encrypted
+    _patch_central_entry(raw, b"strange.log", 10, 99)  # compression method 99 (AES)
+    archive.write_bytes(bytes(raw))
+    statuses = _statuses([str(archive)])
+    assert statuses[f"{archive}!train.log"].status == "analyzed"
+    assert statuses[f"{archive}!empty.log"].reason == "empty file"
+    assert statuses[f"{archive}!locked.log"].reason == "encrypted member: cannot be read"
+    assert "archive member cannot be read" in (statuses[f"{archive}!strange.log"].reason or "")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("empty.tar.gz", gzip.compress(_tar_bytes({})), "archive holds no files"),
+        ("empty.zip", _zip_bytes({}), "archive holds no files"),
+        ("nested.tar.gz", gzip.compress(_tar_bytes({"x.zip": b"PK\x03\x04broken"})), "corrupt"),
+        ("nothing.gz", gzip.compress(b""), "empty after gzip decompression"),
+    ],
+)
+def test_empty_and_broken_archives_say_why(
+    tmp_path: Path, name: str, data: bytes, reason: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    reasons = [item.reason or "" for item in analyze([str(path)]).inputs]
+    assert any(reason in found for found in reasons), reasons
+
+
+def test_archives_and_compressed_data_on_stdin_are_read(tmp_path: Path) -> None:
+    for data in (
+        _tar_bytes({"logs/train.log": BUS_ERROR}, "w:gz"),
+        _zip_bytes({"logs/train.log": BUS_ERROR}),
+        bz2.compress(BUS_ERROR),
+    ):
+        report = analyze(["-"], stdin=io.BytesIO(data))
+        assert report.verdict == "shm"
+        assert report.inputs[0].path.startswith("<stdin>")
+
+
+@pytest.mark.parametrize("kind", ["bzip2", "xz", "zstd"])
+def test_concatenated_streams_are_all_read_and_trailing_garbage_is_noted(
+    tmp_path: Path, kind: str
+) -> None:
+    compress = COMPRESSORS[kind]
+    path = tmp_path / "rotated.log.x"
+    path.write_bytes(compress(FILLER) + compress(BUS_ERROR) + b"\x00" * 8 + b"garbage!")
+    report = analyze([str(path)])
+    assert report.verdict == "shm"
+    assert report.inputs[0].reason == f"data after the end of the {kind} stream was ignored"
+
+
+def test_a_collect_record_inside_an_archive_is_not_evidence(tmp_path: Path) -> None:
+    archive = tmp_path / "bundle.tar.gz"
+    manifest = b"# crashlens collect manifest\nstep dmesg: failed (Operation not permitted)\n"
+    archive.write_bytes(_tar_bytes({"MANIFEST.txt": manifest, "train.log": BUS_ERROR}, "w:gz"))
+    statuses = _statuses([str(archive)])
+    assert "record of its own steps" in (statuses[f"{archive}!MANIFEST.txt"].reason or "")
