@@ -21,8 +21,11 @@ from typing import Any, NamedTuple, Protocol
 from crashlens.match.diskcache import read_entry, write_entry
 from crashlens.text.literals import required_literals
 
-# One literal prefix (ESC) before the alternation lets `re` jump from escape to escape.
-_ANSI_BYTES = re.compile(rb"\x1b(?:\[[0-9;?]*[A-Za-z]|\][^\x07\n]*\x07|[()][A-Za-z0-9])")
+# One literal prefix (ESC) before the alternation lets `re` jump from escape to escape; the
+# same sequences as `parsers.base.ANSI_RE` (an OSC holds no ESC, so none rescans the line).
+_ANSI_BYTES = re.compile(
+    rb"\x1b(?:\[[0-9;?]*[A-Za-z]|\][^\x07\n\x1b]*(?:\x07|\x1b\\)|[()][A-Za-z0-9])"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,9 +445,18 @@ def scan_chunks(
             lines_before += previous[0].count(b"\n", previous[1])
         chunk = strip_ansi(raw_chunk)
         by_start: dict[int, list[int]] = {}
+        # The line of the previous match, chunk[line_from:line_to]: the ends of one line come
+        # together, and looking back to the line's start for each of them cost n^2 on a long
+        # line with a match every few bytes (a 2 MB line took 18 s).
+        line_from, line_to = 0, -1
         for index, end in backend.ends(chunk):
             # A line-safe match never contains "\n", so its last byte is on its line.
-            start = chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end else 0
+            if not line_from <= end - 1 < line_to:
+                line_from = chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end else 0
+                line_to = chunk.find(b"\n", line_from)
+                if line_to < 0:
+                    line_to = len(chunk)
+            start = line_from
             found = by_start.get(start)
             if found is None:
                 by_start[start] = [index]

@@ -29,7 +29,11 @@ from crashlens.model import Clock, Fact, FactValue, InputKind, Line
 TAIL_LINES = 40
 """Last lines of a log a collector's `end` gets (the end of a traceback is within them)."""
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Za-z0-9]")
+# An OSC (`ESC ]`) ends with BEL or ST (`ESC \`) and holds no other ESC: without `\x1b` in
+# its class, a line of unterminated `ESC ]` made every one of them rescan the rest of the line.
+ANSI_RE = re.compile(
+    r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]"
+)
 
 
 def clean_line(raw: str) -> str:

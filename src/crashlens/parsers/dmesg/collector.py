@@ -24,6 +24,7 @@ from crashlens.parsers.dmesg.store import (
     to_int,
 )
 from crashlens.text.ids import KERNEL_PCI_NAME, PCI_ID_CHARS, pci_label
+from crashlens.text.values import bounded_int
 
 _MCE_BANK = re.compile(
     r"mce: \[Hardware Error\]: CPU (\d+): Machine Check[^:]*: \S+ Bank (\d+): (\S+)"
@@ -51,11 +52,15 @@ _EXT_IO = re.compile(r"^(\w+):\d+: I/O error (-?\d+) (writing|reading)")
 _XFS = re.compile(r"XFS \(([^)]+)\): (.*)")
 _XFS_BAD = re.compile(r"[Ee]rror|[Cc]orrupt|[Ss]hutting down|[Ss]hutdown")
 _LUSTRE = re.compile(r"LustreError: (.*)")
-_LUSTRE_TARGET = re.compile(r"\b([\w-]+-(?:OST|MDT)[0-9a-fA-F]{4})\b")
-_READONLY = re.compile(
-    r"(EXT[234]-fs|\w+) \(([^)]+)\): (?:Remounting filesystem read-only|.*forced readonly)"
-)
-_BTRFS_READONLY = re.compile(r"BTRFS \w+ \(device ([^)]+)\).*forced readonly")
+# a target name is found from its token's start only (`\b` inside a long token rescanned it)
+_LUSTRE_TARGET = re.compile(r"(?<![\w-])-*\b([\w-]+-(?:OST|MDT)[0-9a-fA-F]{4})\b")
+# Where a line says a filesystem went read-only; `forced readonly` may come anywhere after
+# (`_readonly` checks it once per line: `.*forced readonly` in the regex rescanned the rest
+# of the line at every device mention, n^2 on a long line).
+_READONLY = re.compile(r"(EXT[234]-fs|(?<!\w)\w+) \(([^)]+)\): ")
+_READONLY_REMOUNT = "Remounting filesystem read-only"
+_BTRFS_READONLY = re.compile(r"BTRFS \w+ \(device ([^)]+)\)")
+_FORCED_READONLY = "forced readonly"
 _BLK_ERROR = re.compile(
     r"(I/O|critical medium|critical target|critical space allocation|critical nexus|timeout) "
     r"error, dev ([\w.-]+)(?:, sector (\d+))?"
@@ -146,7 +151,7 @@ class KernelCollector(AnchoredCollector):
             value = f"CPU {bank[1]}: Machine Check Bank {bank[2]}: {bank[3]}"
             self.store.add(
                 ("mce", bank[1], bank[2], bank[3]), "kernel.mce", value, line, source="mce",
-                cpu=int(bank[1]), bank=int(bank[2]),
+                cpu=bounded_int(bank[1]), bank=bounded_int(bank[2]),
             )  # fmt: skip
         elif _MCE_LOGGED.search(text):
             self.store.add(("mce", "logged"), "kernel.mce", "Machine check events logged", line,
@@ -238,10 +243,19 @@ class KernelCollector(AnchoredCollector):
                        device=device, fs=fs)  # fmt: skip
 
     def on_readonly(self, line: Line) -> None:
-        found = _BTRFS_READONLY.search(line.text)
+        text = line.text
+        forced = text.rfind(_FORCED_READONLY)  # device mentions before it say it
+        found = next((m for m in _BTRFS_READONLY.finditer(text) if m.end() <= forced), None)
         if found:
             fs, device = "btrfs", found[1]
-        elif found := _READONLY.search(line.text):
+        elif found := next(
+            (
+                m
+                for m in _READONLY.finditer(text)
+                if text.startswith(_READONLY_REMOUNT, m.end()) or m.end() <= forced
+            ),
+            None,
+        ):
             fs, device = found[1].lower().removesuffix("-fs"), found[2]
         else:
             return
@@ -308,8 +322,8 @@ class KernelCollector(AnchoredCollector):
 
     def on_fatal_signal(self, line: Line) -> None:
         found = _FATAL_SIGNAL.search(line.text)
-        if found:
-            signal = int(found[1])
+        signal = bounded_int(found[1]) if found else None
+        if signal is not None:
             entry = self.store.add(("signal", signal, line.lineno), "kernel.fatal_signal",
                                    signal, line)  # fmt: skip
             self._want_comm(line, entry)
@@ -325,12 +339,14 @@ class KernelCollector(AnchoredCollector):
             return
         if line.lineno - pending.lineno <= 3 * PENDING_LINES:
             pending.entry.attrs.setdefault("process", found[3])
-            pending.entry.attrs.setdefault("pid", int(found[2]))
+            if (pid := bounded_int(found[2])) is not None:
+                pending.entry.attrs.setdefault("pid", pid)
 
     def on_file_max(self, line: Line) -> None:
         found = _FILE_MAX.search(line.text)
-        if found:
-            self.store.add(("file_max", found[1]), "kernel.file_max", int(found[1]), line)
+        limit = bounded_int(found[1]) if found else None
+        if found and limit is not None:
+            self.store.add(("file_max", found[1]), "kernel.file_max", limit, line)
 
     def on_netdevice(self, line: Line) -> None:
         found = _NETDEV.search(line.text)

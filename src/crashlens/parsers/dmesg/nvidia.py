@@ -13,6 +13,7 @@ from crashlens.model import FactValue, Line
 from crashlens.parsers.dmesg.store import PENDING_LINES, EventStore, Pending, clipped, to_int
 from crashlens.parsers.dmesg.xid import lookup
 from crashlens.text.ids import GPU_UUID_CHARS, PCI_ID, PCI_ID_CHARS, pci_label
+from crashlens.text.values import bounded_int
 
 MAX_GPUS = 256
 """GPU identities remembered per log (a host has at most a few dozen)."""
@@ -55,7 +56,9 @@ class NvidiaReader:
         found = _XID.search(line.text)
         if not found:
             return
-        pci, code, rest = pci_label(found[1]), int(found[2]), found[3] or ""
+        pci, code, rest = pci_label(found[1]), bounded_int(found[2]), found[3] or ""
+        if code is None:
+            return  # an absurd Xid number: the line is left unparsed
         pid = process = None
         proc = _XID_PROC.match(rest)
         if proc:
@@ -66,7 +69,7 @@ class NvidiaReader:
         fatal = _NVLINK_FATAL.search(rest) if 144 <= code <= 150 else None
         self.store.add(
             ("xid", code, pci), "kernel.xid", code, line, pci=pci, pid=pid, process=process,
-            message=clipped(rest) or None, caused_by=int(cause[1]) if cause else None,
+            message=clipped(rest) or None, caused_by=bounded_int(cause[1]) if cause else None,
             nvlink_fatal=(fatal[1] == "Fatal") if fatal else None,
         )  # fmt: skip
         if code == 79:
@@ -145,10 +148,11 @@ class NvidiaReader:
 
     def read_sxid(self, line: Line) -> None:
         found = _SXID.search(line.text)
-        if found:
+        code = bounded_int(found[3]) if found else None
+        if found and code is not None:
             pci = pci_label(found[2])
             self.store.add(
-                ("sxid", int(found[3]), pci), "kernel.sxid", int(found[3]), line, pci=pci,
+                ("sxid", code, pci), "kernel.sxid", code, line, pci=pci,
                 switch=found[1], message=clipped(found[4]) or None,
             )  # fmt: skip
 

@@ -18,6 +18,7 @@ import re
 
 from crashlens.model import Line
 from crashlens.parsers.dmesg.store import PENDING_LINES, EventStore, Pending, to_int
+from crashlens.text.values import bounded_int
 
 _OOM_SUMMARY = re.compile(r"oom-kill:(.*)")
 _OOM_ANNOUNCE = re.compile(
@@ -73,7 +74,8 @@ class OomReader:
         if not found:
             return
         pid, name = found[2], found[3]
-        sizes = {key: int(value) for key, value in _OOM_SIZES.findall(found[4])}
+        read = ((key, bounded_int(value)) for key, value in _OOM_SIZES.findall(found[4]))
+        sizes = {key: size for key, size in read if size is not None}
         announce = self.announce
         where, memcg, score = line, bool(found[1] and found[1].startswith("Memory cgroup")), None
         if announce is not None and announce.fields["pid"] == pid:

@@ -27,6 +27,7 @@ from crashlens.text.times import (
     utc_epoch,
     zone_seconds,
 )
+from crashlens.text.values import bounded_int, finite_float
 
 SYSLOG_YEAR = PLACEHOLDER_YEAR
 """Year given to syslog/journal timestamps that print none (leap year: Feb 29 still parses)."""
@@ -96,12 +97,15 @@ def split_kernel_prefix(raw: str) -> Split | None:
     """The prefixes only dmesg-like tools print (no host)."""
     found = _KMSG.match(raw)
     if found:
-        return _stamped(raw[found.end() :], int(found[1]) / 1e6, Clock.BOOT)
+        micros = bounded_int(found[1])
+        return _stamped(
+            raw[found.end() :], micros / 1e6 if micros is not None else None, Clock.BOOT
+        )
     prio = _PRIO.match(raw)
     rest = raw[prio.end() :] if prio else raw
     found = _MONO.match(rest)
     if found:
-        return _stamped(rest[found.end() :], float(found[1]), Clock.BOOT)
+        return _stamped(rest[found.end() :], finite_float(found[1]), Clock.BOOT)
     found = _CTIME.match(raw)
     if found:
         month = month_number(found[2])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crashlens.model import FactValue, Line
+from crashlens.text.values import bounded_int
 
 MAX_ENTRIES = 2000
 """Distinct events kept per input; more are counted in `kernel.dropped_entries`."""
@@ -77,4 +78,4 @@ def clipped(text: str) -> str:
 
 def to_int(text: str | None) -> int | None:
     """The digits as an int; None for anything else (a missing or odd field)."""
-    return int(text) if text and text.isdigit() else None
+    return bounded_int(text) if text and text.isdigit() else None
