@@ -18,7 +18,8 @@ class ExitCode(IntEnum):
     OK = 0
     """analyze: a report was produced, whatever the verdict; scan: the scan ran."""
     NOTHING_TO_ANALYZE = 1
-    """analyze: every input was skipped (the report still lists why); scan: no job found."""
+    """analyze: every input was skipped (the report still lists why); scan: no job found;
+    rules test: a rule's example or check failed."""
     USAGE = 2
     """A bad flag or value, an unknown kind, no such path, an unwritable output."""
     BAD_PATTERNS = 3
