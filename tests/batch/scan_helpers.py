@@ -112,3 +112,27 @@ def tar_job(path: Path, files: dict[str, str]) -> Path:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return path
+
+
+def generated_archive(root: Path, count: int = 24) -> Path:
+    """`count` jobs of every kind (folders by month, some packed as .tar.gz), hardware faults
+    repeating on a few hosts: enough for fingerprint groups, hotspots and a timeline."""
+    for n in range(count):
+        folder = root / f"2024-0{3 + n % 3}" / f"job-{n:03d}"
+        kind = n % 6
+        if kind == 0:
+            oom_job(folder, rank=n % 8, pid=2000 + n)
+        elif kind == 1:
+            enospc_job(folder, checkpoint=f"/mnt/ckpt/run-{n}/checkpoint-{n * 100}")
+        elif kind == 2:
+            xid_job(folder, host=f"gpu-a{n % 4:02d}", xid=79 if n % 4 else 48)
+        elif kind == 3:
+            healthy_job(folder)
+        elif kind == 4:
+            tar_job(
+                folder.with_name(f"{folder.name}.tar.gz"),
+                {"launcher.log": NOISE.format(r=1) + elastic_summary(1, 3000 + n, "node-x")},
+            )
+        else:
+            xid_job(folder, host="gpu-b07", pci="0000:3b:00")
+    return root

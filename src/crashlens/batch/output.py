@@ -53,6 +53,16 @@ def _schema() -> dict[str, Any]:
     }
 
 
+def table_schema() -> dict[str, Any]:
+    """The columns of the written table (times as UTC datetimes): what reads it back."""
+    import polars as pl
+
+    return {
+        **_schema(),
+        **{name: pl.Datetime("us", "UTC") for name in _TIME_COLUMNS},
+    }
+
+
 def frame(rows: Sequence[JobRow]) -> pl.DataFrame:
     """The rows as a polars DataFrame, sorted by job, times as UTC datetimes."""
     import polars as pl

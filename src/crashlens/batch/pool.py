@@ -97,6 +97,8 @@ def _crashed(job: JobSpec, detail: str) -> JobRow:
 class Runner:
     """Maps `analyze_job` over jobs on `workers` processes (1: in this process)."""
 
+    name = "local"
+
     def __init__(
         self,
         root: str,

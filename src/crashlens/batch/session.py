@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from crashlens.batch import cache
+from crashlens.batch.engine import EngineChoice, make_engine
 from crashlens.batch.jobs import JobSpec, discover_jobs
-from crashlens.batch.pool import Runner
 from crashlens.batch.row import JobRow
+from crashlens.batch.shards import Shard
 from crashlens.batch.summary import SummaryBuilder
 from crashlens.match.site import library as rule_library
 
@@ -47,6 +48,10 @@ class ScanOptions:
     """A host or GPU is a hotspot when implicated in at least this many jobs."""
     job_timeout: float | None = 600.0
     """Seconds one job may take before it is stopped and reported (None: no limit)."""
+    shard: Shard | None = None
+    """Scan only the jobs of this shard (`--shard K/N`)."""
+    engine: EngineChoice = field(default_factory=EngineChoice)
+    """The local process pool (the default) or Dask."""
 
 
 class Progress(Protocol):
@@ -101,8 +106,11 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
     head = cache.header(root, options.job_glob, rules)
     previous = cache.load(out, head) if options.use_cache else cache.ScanCache(head)
     jobs = list(discover_jobs(Path(root), options.job_glob, exclude=out))
-    builder = SummaryBuilder(options.min_jobs)
+    listed = len(jobs)
+    if options.shard is not None:
+        jobs = [job for job in jobs if options.shard.holds(job.rel)]
     results: list[tuple[str, JobRow]] = []
+    cached: set[str] = set()
     todo: list[JobSpec] = []
     for job in jobs:
         row = previous.get(job.rel, job.signature)
@@ -110,25 +118,25 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
             todo.append(job)
         else:
             results.append((job.signature, row))
-            builder.add(row, cached=True)
+            cached.add(row.job)
     todo.sort(key=lambda j: (-j.size, j.rel))  # the biggest first: no long tail at the end
     signatures = {job.rel: job.signature for job in todo}
     progress.start(len(jobs), sum(j.size for j in todo), len(results))
     analyzing = time.monotonic()
     interrupted = False
     analyzed_bytes = 0
-    runner = Runner(
+    runner = make_engine(
+        options.engine,
         root,
         workers,
         options.backend,
-        meanwhile=_preload_table_writer,
         job_timeout=options.job_timeout,
+        meanwhile=_preload_table_writer,
     )
     rows = runner.run(todo)
     try:
         for row in rows:
             results.append((signatures[row.job], row))
-            builder.add(row)
             analyzed_bytes += row.bytes
             progress.advance(row)
     except KeyboardInterrupt:
@@ -137,7 +145,8 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
         rows.close()
         progress.finish()
     elapsed = time.monotonic() - analyzing
-    table = [row for _, row in results]
+    table = sorted((row for _, row in results), key=lambda row: row.job)
+    builder = summarize(table, options.min_jobs, cached)
     written = _write(options, out, table)
     cache.save(
         out,
@@ -152,7 +161,13 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
         interrupted=interrupted,
         jobs_found=len(jobs),
         jobs_not_scanned=len(jobs) - len(results),
-        workers=workers,
+        **(
+            {"shard": str(options.shard), "jobs_listed": listed}
+            if options.shard is not None
+            else {}
+        ),
+        engine=runner.name,
+        workers=runner.workers or workers,
         analyzed={
             "jobs": len(results) - builder.cached,
             "bytes": analyzed_bytes,
@@ -162,8 +177,17 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
         duration_s=round(time.monotonic() - started, 3),
         outputs=[str(p) for p in written] + [str(out / SUMMARY_JSON), str(out / SUMMARY_MD)],
     )
-    _write_summary(out, summary)
+    write_summary(out, summary)
     return ScanOutcome(summary=summary, rows=table, written=written, interrupted=interrupted)
+
+
+def summarize(rows: list[JobRow], min_jobs: int, cached: set[str]) -> SummaryBuilder:
+    """The summary of `rows`, fed in job order: the same rows give the same summary whatever
+    order the engine finished them in (and however many shards they were scanned in)."""
+    builder = SummaryBuilder(min_jobs)
+    for row in sorted(rows, key=lambda row: row.job):
+        builder.add(row, cached=row.job in cached)
+    return builder
 
 
 def _preload_table_writer() -> None:
@@ -177,7 +201,8 @@ def _write(options: ScanOptions, out: Path, rows: list[JobRow]) -> list[Path]:
     return write_table(rows, out, options.formats)
 
 
-def _write_summary(out: Path, summary: dict[str, Any]) -> None:
+def write_summary(out: Path, summary: dict[str, Any]) -> None:
+    """summary.json and summary.md into `out`."""
     from crashlens.batch.render import render_markdown
     from crashlens.render.inert import inert_data
 

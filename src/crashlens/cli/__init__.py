@@ -364,6 +364,25 @@ def scan(
             "and does not change the exit status.",
         ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="Scan only shard K of N (K from 1), e.g. 2/8; join the outputs with scan-merge.",
+        ),
+    ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option(
+            "--dask",
+            help="Run on Dask: a scheduler address (tcp://host:8786), a scheduler file, or "
+            "'local' for a local cluster of processes (pip install 'crashlens[dask]').",
+        ),
+    ] = None,
+    dask_slurm: Annotated[
+        bool,
+        typer.Option("--dask-slurm", help="Run on Dask workers started as Slurm jobs (-j jobs)."),
+    ] = False,
 ) -> None:
     """Analyze every job of a log archive: a table of verdicts, top failures, nodes to drain."""
     from crashlens.cli.scan import run_scan_command
@@ -385,7 +404,28 @@ def scan(
         prom=prom,
         prom_top=prom_top,
         notify=notify,
+        shard=shard,
+        dask=dask,
+        dask_slurm=dask_slurm,
     )
+
+
+@app.command("scan-merge")
+def scan_merge(
+    outputs: Annotated[list[Path], typer.Argument(help="The --out folders of the shards.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the merged outputs.")],
+    table_format: Annotated[
+        list[str] | None,
+        typer.Option("--format", "-f", help="Job table format(s): parquet, jsonl, csv."),
+    ] = None,
+    summary_format: Annotated[
+        str, typer.Option("--summary", help="Summary on stdout: terminal, json or markdown.")
+    ] = "terminal",
+) -> None:
+    """Merge the outputs of `scan --shard K/N` into one table and one summary."""
+    from crashlens.cli.scan import run_merge_command
+
+    run_merge_command(outputs, out, table_format or ["parquet"], summary_format)
 
 
 @app.command()

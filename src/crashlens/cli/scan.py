@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from crashlens.cli.exits import ExitCode, fatal
 
@@ -32,10 +33,15 @@ def run_scan_command(
     prom: Path | None = None,
     prom_top: int = 10,
     notify: str | None = None,
+    shard: str | None = None,
+    dask: str | None = None,
+    dask_slurm: bool = False,
 ) -> None:
     """Run `crashlens scan` and print the summary; exits through `fatal` on an error."""
+    from crashlens.batch.engine import EngineChoice, EngineError
     from crashlens.batch.output import TABLE_FORMATS
     from crashlens.batch.session import ScanOptions, scan_archive
+    from crashlens.batch.shards import ShardError, parse_shard
     from crashlens.errors import PatternError
 
     if not root.exists():
@@ -50,6 +56,12 @@ def run_scan_command(
         fatal(f"--out {out} exists and is not a folder", ExitCode.USAGE)
     if prom is not None and not (prom.parent if str(prom.parent) else Path(".")).is_dir():
         fatal(f"--prom {prom}: its folder does not exist", ExitCode.USAGE)
+    try:
+        part = parse_shard(shard) if shard is not None else None
+    except ShardError as error:
+        fatal(str(error), ExitCode.USAGE)
+    if dask is not None and dask_slurm:
+        fatal("--dask and --dask-slurm: give one of them", ExitCode.USAGE)
     _use_site_rules(site_rules)
     from rich.console import Console
 
@@ -69,11 +81,15 @@ def run_scan_command(
         backend=backend,
         min_jobs=min_jobs,
         job_timeout=job_timeout,
+        shard=part,
+        engine=EngineChoice(dask=dask, dask_slurm=dask_slurm),
     )
     try:
         outcome = scan_archive(options, progress)
     except PatternError as error:
         fatal(f"invalid pattern library: {error}", ExitCode.BAD_PATTERNS)
+    except EngineError as error:
+        fatal(str(error), ExitCode.USAGE)
     except OSError as error:
         fatal(f"cannot write to {out}: {error.strerror or error}", ExitCode.USAGE)
     summary = outcome.summary
@@ -88,6 +104,45 @@ def run_scan_command(
         from crashlens.cli.notify import post_json
 
         post_json(notify, json.dumps(summary, ensure_ascii=False))
+    _show(summary, summary_format)
+    if outcome.interrupted:
+        not_scanned = summary["jobs_not_scanned"]
+        fatal(
+            f"interrupted: {not_scanned} jobs not scanned (rerun to resume)", ExitCode.INTERRUPTED
+        )
+    # An empty shard of a non-empty archive is fine: the merge job after it must still run.
+    if summary["jobs"]["scanned"] == 0 and summary.get("jobs_listed", 0) == 0:
+        fatal(f"no job found under {root}", ExitCode.NOTHING_TO_ANALYZE)
+
+
+def run_merge_command(
+    folders: Sequence[Path], out: Path, formats: Sequence[str], summary_format: str
+) -> None:
+    """Run `crashlens scan-merge` and print the merged summary; USAGE when the shards do not
+    fit together (missing, overlapping, from different scans)."""
+    from crashlens.batch.merge import MergeError, merge_outputs
+    from crashlens.batch.output import TABLE_FORMATS
+
+    bad = [f for f in formats if f not in TABLE_FORMATS]
+    if bad:
+        fatal(f"--format {bad[0]!r}: must be one of {', '.join(TABLE_FORMATS)}", ExitCode.USAGE)
+    if summary_format not in SUMMARY_FORMATS:
+        choices = ", ".join(SUMMARY_FORMATS)
+        fatal(f"--summary {summary_format!r}: must be one of {choices}", ExitCode.USAGE)
+    if out.exists() and not out.is_dir():
+        fatal(f"--out {out} exists and is not a folder", ExitCode.USAGE)
+    try:
+        outcome = merge_outputs(folders, out, tuple(dict.fromkeys(formats)))
+    except MergeError as error:
+        fatal(f"cannot merge: {error}", ExitCode.USAGE)
+    except OSError as error:
+        fatal(f"cannot write to {out}: {error.strerror or error}", ExitCode.USAGE)
+    _show(outcome.summary, summary_format)
+
+
+def _show(summary: dict[str, Any], summary_format: str) -> None:
+    from rich.console import Console
+
     if summary_format == "json":
         from crashlens.render.inert import inert_data
 
@@ -100,13 +155,6 @@ def run_scan_command(
         from crashlens.batch.render import render_terminal
 
         render_terminal(summary, Console())
-    if outcome.interrupted:
-        not_scanned = summary["jobs_not_scanned"]
-        fatal(
-            f"interrupted: {not_scanned} jobs not scanned (rerun to resume)", ExitCode.INTERRUPTED
-        )
-    if summary["jobs"]["scanned"] == 0:
-        fatal(f"no job found under {root}", ExitCode.NOTHING_TO_ANALYZE)
 
 
 def _use_site_rules(folders: Sequence[str]) -> None:
