@@ -22,6 +22,7 @@ from crashlens.match.rules import GENERIC_UNKNOWN, Remedy, Rule, Step, load_reme
 from crashlens.model import Action, Category, Cause, Fact, FactValue, Hit
 from crashlens.text.ids import pci_label
 from crashlens.text.sizes import human_bytes
+from crashlens.text.values import finite_float, int_of_float
 
 _FORMATTER = string.Formatter()
 
@@ -56,13 +57,19 @@ def _first(facts: Sequence[Fact], key: str) -> Fact | None:
     return next((f for f in facts if f.key == key), None)
 
 
+_MAX_FIGURE = 2**64
+"""Counts and sizes beyond this are garbage read from a log: no figure is computed from
+them (the shm size and the byte sizes shown would overflow a float)."""
+
+
 def _int(value: FactValue | str | None) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
-    try:
-        return int(float(value))
-    except (TypeError, ValueError):
-        return None
+    if isinstance(value, int):
+        number: int | None = value
+    else:
+        number = int_of_float(finite_float(str(value)))
+    return number if number is not None and abs(number) <= _MAX_FIGURE else None
 
 
 def base_context(facts: Sequence[Fact]) -> dict[str, str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from crashlens.model import Category, Clock, Fact, Hit, Role
+from crashlens.text.times import utc_datetime
 
 DATED = (Clock.WALL, Clock.YEARLESS)
 """Clocks whose times are dates (a yearless one once its year is known)."""
@@ -44,7 +45,8 @@ def failure_time(
     failures = [h for h in hits if h.role is not Role.CONTEXT and _dated(h)]
     wall = [h.timestamp for h in failures if h.clock is Clock.WALL and h.timestamp]
     reference = min(wall) if wall else elastic if elastic is not None else year_hint
-    year = datetime.fromtimestamp(reference, UTC).year if reference is not None else None
+    moment = utc_datetime(reference) if reference is not None else None
+    year = moment.year if moment is not None else None
     first = first_failure if first_failure is not None and _dated(first_failure) else None
     own = [h for h in failures if h.category is category and h.timestamp]
     every = [h for h in failures if h.timestamp]
@@ -78,8 +80,10 @@ def _earliest(hits: Sequence[Hit]) -> tuple[float, Clock | None] | None:
 
 def _rebase(value: float, reference: float) -> float:
     """Put a yearless time in the year of `reference` (the year before, if it would be later)."""
-    when = datetime.fromtimestamp(value, UTC)
-    year = datetime.fromtimestamp(reference, UTC).year
+    when, around = utc_datetime(value), utc_datetime(reference)
+    if when is None or around is None:
+        return value  # out of the calendar's range: left where it is
+    year = around.year
     for candidate in (year, year - 1):
         try:
             moved = when.replace(year=candidate)

@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_KEY_RE = re.compile(r"""^("[^"]*"|'[^']*'|[^\s#'"{\[][^:#]*?)[ \t]*:(?:[ \t]+(.*)|)$""")
+# A plain key never ends in a space (the spaces before `:` are not part of it): saying so
+# with `(?<![ \t])` keeps the lazy key and the spaces after it from sharing a long run of
+# spaces, which backtracked quadratically.
+_KEY_RE = re.compile(r"""^("[^"]*"|'[^']*'|[^\s#'"{\[][^:#]*?(?<![ \t]))[ \t]*+:(?:[ \t]+(.*)|)$""")
 MAX_DEPTH = 64
 """Deeper nesting is no configuration file: stop descending instead of recursing without end."""
 

@@ -9,6 +9,7 @@ the time `Clock.YEARLESS` (see `crashlens.model.Clock`).
 from __future__ import annotations
 
 import calendar
+from datetime import UTC, datetime
 
 PLACEHOLDER_YEAR = 2000
 """The year given to times printed without one (glog, syslog). A leap year, so `Feb 29` still
@@ -42,6 +43,15 @@ def utc_epoch(year: int, month: int, day: int, hh: int, mm: int, ss: int) -> flo
     try:
         return float(calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0)))
     except (ValueError, OverflowError):
+        return None
+
+
+def utc_datetime(timestamp: float) -> datetime | None:
+    """The UTC datetime of epoch seconds; None outside what `datetime` can hold (year 1 to
+    9999), for an infinity or NaN: a garbled log can print any number where a time goes."""
+    try:
+        return datetime.fromtimestamp(timestamp, tz=UTC)
+    except (OverflowError, OSError, ValueError):
         return None
 
 

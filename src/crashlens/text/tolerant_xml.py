@@ -17,7 +17,9 @@ _TOKEN_RE = re.compile(
     r"|(?P<text>[^<]+)",
     re.DOTALL,
 )
-_ATTR_RE = re.compile(r"""([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+# a name is matched from its first character only: a search starting inside a long name
+# would rescan the rest of it from every position (n^2)
+_ATTR_RE = re.compile(r"""(?<![\w.:-])([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&apos;": "'"}
 
 

@@ -36,6 +36,7 @@ from crashlens.parsers.docker.common import (
 )
 from crashlens.text.mini_yaml import YamlNode, read_yaml
 from crashlens.text.sizes import docker_size
+from crashlens.text.values import bounded_int
 
 
 class _ServiceFacts:
@@ -135,7 +136,8 @@ class _ServiceFacts:
             if count is not None and (count.text() or "").lower() == "all":
                 self.add("compose.gpu_count", -1, count)
                 return
-            number = int(count.text() or "") if count and (count.text() or "").isdigit() else 0
+            digits = (count.text() or "") if count else ""
+            number = (bounded_int(digits) if digits.isdigit() else None) or 0
             total = (total or 0) + (len(ids.items()) if ids else number)
         if first is not None and total is not None:
             self.add("compose.gpu_count", total, first)
@@ -156,8 +158,9 @@ class _ServiceFacts:
             return
         soft = memlock.get("soft") if isinstance(memlock.value, dict) else memlock
         value = (soft.text() or "") if soft else ""
-        if value.lstrip("-").isdigit():
-            self.add("compose.ulimit_memlock", int(value), soft or memlock)
+        limit_kb = bounded_int(value) if value.lstrip("-").isdigit() else None
+        if limit_kb is not None:
+            self.add("compose.ulimit_memlock", limit_kb, soft or memlock)
 
 
 _COMPOSE_TOP_RE = re.compile(r"^services[ \t]*:[ \t]*(?:#.*)?$", re.MULTILINE)

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from crashlens.model import FactValue
+from crashlens.text.values import bounded_int
 
 # Regex fallback: the fields that matter, read wherever they appear first.
 _FALLBACK_FIELDS: dict[str, tuple[str, re.Pattern[str]]] = {
@@ -42,7 +43,9 @@ def fallback_container(text: str) -> dict[str, Any] | None:
         if raw in ("true", "false"):
             value = raw == "true"
         elif name in ("ShmSize", "Memory", "ExitCode"):
-            value = int(raw)
+            value = bounded_int(raw)
+            if value is None:
+                continue  # an absurd number: this field is left unread
         (container[section] if section else container)[name] = value
         found = found or bool(section)
     return container if found else None

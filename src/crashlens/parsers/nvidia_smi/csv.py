@@ -11,7 +11,7 @@ import re
 
 from crashlens.parsers.nvidia_smi.gpu import INT_RE, FactEmitter, Gpu, GpuProcess, error_sentinel
 from crashlens.text.ids import normalize_pci
-from crashlens.text.values import int_with_unit, yes_no
+from crashlens.text.values import bounded_int, int_with_unit, yes_no
 
 # fmt: off
 _CSV_KNOWN = frozenset({
@@ -61,7 +61,10 @@ def _csv_rows(lines: list[tuple[int, str]]) -> list[tuple[int, str, list[str]]]:
     rows = []
     for lineno, line in lines:
         if line.strip():
-            cells = next(csv.reader([line], skipinitialspace=True), [])
+            try:
+                cells = next(csv.reader([line], skipinitialspace=True), [])
+            except csv.Error:  # a field over csv's size limit, a NUL: this row is left out
+                continue
             rows.append((lineno, line, [c.strip() for c in cells]))
     return rows
 
@@ -69,7 +72,8 @@ def _csv_rows(lines: list[tuple[int, str]]) -> list[tuple[int, str, list[str]]]:
 def _csv_gpu_row(row: dict[str, str], lineno: int, line: str, ordinal: int) -> Gpu:
     """One `--query-gpu` row."""
     index_text = row.get("index")
-    index = int(index_text) if index_text and INT_RE.match(index_text) else ordinal
+    number = bounded_int(index_text) if index_text and INT_RE.match(index_text) else None
+    index = number if number is not None else ordinal
     gpu = Gpu(
         index=index,
         pci=normalize_pci(row.get("pci.bus_id", "")),
@@ -114,7 +118,7 @@ def _csv_process_row(row: dict[str, str], lineno: int, line: str, out: FactEmitt
             text=line,
             used_mib=used,
             used_text=None if used is not None else used_text,
-            index=int(index_text) if index_text and INT_RE.match(index_text) else None,
+            index=bounded_int(index_text) if index_text and INT_RE.match(index_text) else None,
             pci=normalize_pci(row.get("pci.bus_id", "")),
             uuid=row.get("uuid"),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from crashlens.parsers.nvidia_smi.gpu import FactEmitter
+from crashlens.text.values import bounded_int
 
 LIST_GPU_RE = re.compile(r"^GPU (?P<index>\d+): (?P<name>.+?) \(UUID: (?P<uuid>GPU-[^)\s]+)\)")
 _LIST_MIG_RE = re.compile(
@@ -22,9 +23,10 @@ def parse_list(lines: list[tuple[int, str]], out: FactEmitter) -> None:
     first: tuple[int, str] | None = None
     for lineno, line in lines:
         gpu = LIST_GPU_RE.match(line.strip())
-        if gpu:
+        index = bounded_int(gpu.group("index")) if gpu else None
+        if gpu and index is not None:
             count += 1
-            parent = int(gpu.group("index"))
+            parent = index
             first = first or (lineno, line)
             out.add(
                 "gpu.name", gpu.group("name"), lineno, line, index=parent, uuid=gpu.group("uuid")

@@ -20,7 +20,7 @@ from crashlens.parsers.nvidia_smi.gpu import (
     error_sentinel,
 )
 from crashlens.text.ids import normalize_pci
-from crashlens.text.values import int_with_unit, yes_no
+from crashlens.text.values import bounded_int, int_with_unit, yes_no
 
 _Q_GPU_RE = re.compile(r"^GPU\s+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])")
 _Q_FIELDS = {
@@ -282,7 +282,9 @@ def _q_top(
         label = "KMD" if key == "kmd version" else None
         out.add(target, value, lineno, line, label=label)
     elif key == "attached gpus" and INT_RE.match(value):
-        state.attached = (int(value), lineno, line)
+        count = bounded_int(value)
+        if count is not None:
+            state.attached = (count, lineno, line)
 
 
 def parse_query(lines: list[tuple[int, str]], out: FactEmitter) -> None:

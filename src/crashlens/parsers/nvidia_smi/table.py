@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from crashlens.parsers.nvidia_smi.gpu import INT_RE, FactEmitter, Gpu, GpuProcess, error_sentinel
 from crashlens.text.ids import normalize_pci
+from crashlens.text.values import bounded_int
 
 BANNER_RE = re.compile(
     r"NVIDIA-SMI\s+(?P<smi>[^\s|]+)\s+(?P<label>Driver|KMD)\s+Version:\s*(?P<driver>[^\s|]+)"
@@ -21,20 +22,27 @@ _MIB_RE = re.compile(r"^(?P<n>\d+)\s*MiB$", re.IGNORECASE)
 TABLE_HEADER_RE = re.compile(r"^\|\s*GPU\s+Name\b")
 """The column header row above the GPU rows (`| GPU  Name  Persistence-M | ...`)."""
 _SEPARATOR_RE = re.compile(r"^[+|][-=+|]*$")
+# Possessive repeats, `(?<!\s)` where a lazy name meets the spaces after it and `(?<!\S)`
+# before a searched token keep these linear: the plain forms backtracked cubically when
+# several repeats shared one long run of spaces.
 _ROW1_LEFT_RE = re.compile(
-    r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s*(?:\s(?P<pm>On|Off|WDDM|TCC|MCDM|N/A|ERR!))?\s*$"
+    r"^\s*+(?P<index>\d++)\s++(?P<name>(?:.*?(?<!\s))??)"
+    r"(?:\s++(?P<pm>On|Off|WDDM|TCC|MCDM|N/A|ERR!))?\s*+$"
 )
 _BUS_CELL_RE = re.compile(
-    r"^\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*(?P<disp>\S+)?\s*$"
+    r"^\s*+(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*+(?P<disp>\S++)?\s*+$"
 )
-_MEM_CELL_RE = re.compile(r"(?P<used>\S+?)\s*(?:MiB)?\s*/\s*(?P<total>\S+?)\s*(?:MiB)?\s*$")
+_MEM_CELL_RE = re.compile(
+    r"(?<!\S)(?P<used>\S+?)\s*+(?:MiB)?\s*+/\s*+(?P<total>\S+?)\s*+(?:MiB)?\s*+$"
+)
 _MIG_LEFT_RE = re.compile(r"^\s*(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s*$")
 _PROC_NEW_RE = re.compile(
-    r"^\s*(?P<gpu>\d+)\s+(?P<gi>\d+|N/A)\s+(?P<ci>\d+|N/A)\s+(?P<pid>\d+)\s+(?P<type>[A-Z+]+)\s+"
-    r"(?P<name>.*?)\s+(?P<mem>\S+)\s*$"
+    r"^\s*+(?P<gpu>\d++)\s++(?P<gi>\d++|N/A)\s++(?P<ci>\d++|N/A)\s++(?P<pid>\d++)\s++"
+    r"(?P<type>[A-Z+]++)\s++(?P<name>.*?)(?<!\s)\s++(?P<mem>\S++)\s*+$"
 )
 _PROC_OLD_RE = re.compile(
-    r"^\s*(?P<gpu>\d+)\s+(?P<pid>\d+)\s+(?P<type>[A-Z+]+)\s+(?P<name>.*?)\s+(?P<mem>\S+)\s*$"
+    r"^\s*+(?P<gpu>\d++)\s++(?P<pid>\d++)\s++(?P<type>[A-Z+]++)\s++(?P<name>.*?)(?<!\s)\s++"
+    r"(?P<mem>\S++)\s*+$"
 )
 _ROW2_LEFT_FIELDS = ("fan.speed", "temperature.gpu", "pstate", "power.draw")
 _ROW2_LEFT_LABELS = ("Fan", "Temp", "Perf", "Pwr:Usage")
@@ -79,11 +87,15 @@ def _table_row1(cells: list[str], lineno: int, line: str) -> Gpu | None:
     bus = _BUS_CELL_RE.match(cells[1])
     if not left or not bus:
         return None
-    gpu = Gpu(index=int(left.group("index")), pci=normalize_pci(bus.group("bus")))
+    index = bounded_int(left.group("index"))
+    if index is None:
+        return None  # an absurd index: the row is left unparsed
+    gpu = Gpu(index=index, pci=normalize_pci(bus.group("bus")))
     gpu.name = (left.group("name").strip(), lineno, line)
     ecc = cells[2].strip()
-    if INT_RE.match(ecc):
-        gpu.ecc["volatile"] = (int(ecc), lineno, line)
+    ecc_count = bounded_int(ecc) if INT_RE.match(ecc) else None
+    if ecc_count is not None:
+        gpu.ecc["volatile"] = (ecc_count, lineno, line)
     _err_cells(
         gpu,
         [
@@ -115,9 +127,11 @@ def _table_row2(gpu: Gpu, cells: list[str], lineno: int, line: str) -> None:
                 ("memory.used", "Memory-Usage", used),
                 ("memory.total", "Memory-Usage", total),
             ]
-            if INT_RE.match(used) and INT_RE.match(total):
-                gpu.mem_used = (int(used), lineno, line)
-                gpu.mem_total = int(total)
+            used_mib = bounded_int(used) if INT_RE.match(used) else None
+            total_mib = bounded_int(total) if INT_RE.match(total) else None
+            if used_mib is not None and total_mib is not None:
+                gpu.mem_used = (used_mib, lineno, line)
+                gpu.mem_total = total_mib
     if len(cells) > 2:
         right = cells[2].split()
         if right:
@@ -153,15 +167,17 @@ def _table_process(cells: list[str], lineno: int, line: str, gpus: dict[int, Gpu
     if not found:
         return
     groups = found.groupdict()
-    index = int(groups["gpu"])
+    index = bounded_int(groups["gpu"])
+    if index is None:
+        return
     mem = groups["mem"]
     used = _MIB_RE.match(mem)
     proc = GpuProcess(
         name=groups["name"].strip(),
-        pid=int(groups["pid"]),
+        pid=bounded_int(groups["pid"]),
         lineno=lineno,
         text=line,
-        used_mib=int(used.group("n")) if used else None,
+        used_mib=bounded_int(used.group("n")) if used else None,
         used_text=None if used else mem,
         ptype=groups["type"],
         gi=groups.get("gi"),
@@ -184,18 +200,19 @@ def _table_mig(cells: list[str], lineno: int, line: str, out: FactEmitter) -> No
     if not left or not memory:
         return
     used, total = memory.group("used"), memory.group("total")
-    if not INT_RE.match(used):
+    used_mib = bounded_int(used) if INT_RE.match(used) else None
+    if used_mib is None:
         return
     out.add(
         "gpu.mig_memory_used_mib",
-        int(used),
+        used_mib,
         lineno,
         line,
-        index=int(left.group("gpu")),
+        index=bounded_int(left.group("gpu")),
         gi=left.group("gi"),
         ci=left.group("ci"),
         mig_dev=left.group("dev"),
-        total_mib=int(total) if INT_RE.match(total) else None,
+        total_mib=bounded_int(total) if INT_RE.match(total) else None,
     )
 
 

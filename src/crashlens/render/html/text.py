@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from html import escape
 
 from crashlens.model import Clock, Evidence
 from crashlens.render.inert import visible
+from crashlens.text.times import utc_datetime
 
 
 def esc(text: object) -> str:
@@ -37,7 +37,9 @@ def time_label(timestamp: float, clock: Clock | None) -> str:
     """A time as a person reads it, by its clock (a time without one is wall-clock)."""
     if clock is Clock.BOOT:
         return f"{timestamp:.3f} s after boot"
-    moment = datetime.fromtimestamp(timestamp, tz=UTC)
+    moment = utc_datetime(timestamp)
+    if moment is None:
+        return f"{timestamp:.0f} s since 1970 (out of the calendar's range)"
     yearless = clock is Clock.YEARLESS  # the log printed no year: show none
     text = moment.strftime("%m-%d %H:%M:%S" if yearless else "%Y-%m-%d %H:%M:%S")
     if moment.microsecond:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from crashlens.model import Clock, Evidence, Report
 from crashlens.render.html.text import esc, short, short_where, time_label, where
+from crashlens.text.times import utc_datetime
 
 WIDTH = 960
 LEFT = 190
@@ -71,7 +71,9 @@ def _lane_key(label: str) -> tuple[int, int, str]:
 
 
 def _in_year(timestamp: float, year: int) -> float:
-    moment = datetime.fromtimestamp(timestamp, tz=UTC)
+    moment = utc_datetime(timestamp)
+    if moment is None:
+        return timestamp
     try:
         return moment.replace(year=year).timestamp()
     except ValueError:  # 29 February of a year-less log, shown in a common year
