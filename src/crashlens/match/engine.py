@@ -8,7 +8,6 @@ whatever the size of the input.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from crashlens.model import (
 from crashlens.parsers import PARSERS, get_parser
 from crashlens.parsers.base import DocumentParser, LogParser, Parser, clean_line
 from crashlens.parsers.tail import Tail
+from crashlens.text.linear import Linear, linear_text
 
 MAX_HITS_PER_RULE = 20
 """Hits kept per rule and input (the earliest); later ones are only counted."""
@@ -78,7 +78,8 @@ class Matcher:
 
     rules: tuple[Rule, ...]
     prefer: str
-    anchors: dict[InputKind, tuple[re.Pattern[str], ...]]
+    anchors: dict[InputKind, tuple[Linear[str], ...]]
+    """Per log kind, its parser's anchors as the line re-check searches them (linear time)."""
     fact_rules: dict[InputKind, dict[str, tuple[Rule, ...]]]
     """Per kind and fact key, the fact rules that can match such a fact."""
     scans: dict[InputKind, KindScan] = field(default_factory=dict)
@@ -116,7 +117,7 @@ def build_matcher(rules: tuple[Rule, ...], prefer: str = "auto") -> Matcher:
 
 def _new_matcher(rules: tuple[Rule, ...], prefer: str) -> Matcher:
     anchors = {
-        parser.kind: tuple(re.compile(a) for a in parser.anchors)
+        parser.kind: tuple(linear_text(a) for a in parser.anchors)
         for parser in PARSERS
         if isinstance(parser, LogParser)
     }

@@ -37,6 +37,7 @@ from crashlens.match.explanations import (
 )
 from crashlens.model import Category, Fact, FactValue, InputKind, Role
 from crashlens.parsers import LOG_KINDS  # what `inputs = ["logs"]` stands for: the log parsers
+from crashlens.text.linear import Linear, linear_text
 
 _OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex")
 _FLAGS = {"IGNORECASE": re.IGNORECASE}
@@ -296,10 +297,11 @@ class Rule:
 
 
 @cache
-def _compiled(rule: Rule) -> tuple[tuple[re.Pattern[str], ...], tuple[re.Pattern[str], ...]]:
+def _compiled(rule: Rule) -> tuple[tuple[Linear[str], ...], tuple[Linear[str], ...]]:
+    # Searched with a linear-time pre-check: lines are untrusted (crashlens.text.linear).
     return (
-        tuple(re.compile(p, rule.flags) for p in rule.patterns),
-        tuple(re.compile(p, rule.flags) for p in rule.excludes),
+        tuple(linear_text(p, rule.flags) for p in rule.patterns),
+        tuple(linear_text(p, rule.flags) for p in rule.excludes),
     )
 
 

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
 from crashlens.match.diskcache import read_entry, write_entry
+from crashlens.text.linear import Linear, linear_bytes
 from crashlens.text.literals import required_literals
 
 # One literal prefix (ESC) before the alternation lets `re` jump from escape to escape; the
@@ -206,7 +207,7 @@ class PythonBackend:
     name = "python"
 
     def __init__(self, patterns: Sequence[ScanPattern]) -> None:
-        self._compiled: list[re.Pattern[bytes]] = []
+        self._compiled: list[Linear[bytes]] = []
         self._whole: list[int] = []
         """Patterns without literals: run over the whole buffer."""
         self._exact: dict[str, list[int]] = {}
@@ -214,11 +215,8 @@ class PythonBackend:
         """Literal (bytes as latin-1 text, folded ones in lower case) -> its patterns."""
         for index, p in enumerate(patterns):
             regex = scan_form(p.regex)
-            self._compiled.append(
-                re.compile(
-                    regex.encode("utf-8"), re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
-                )
-            )
+            flags = re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
+            self._compiled.append(linear_bytes(regex, flags))
             prefilter = _prefilter(regex, p.ignore_case)
             if prefilter is None:
                 self._whole.append(index)
@@ -231,13 +229,17 @@ class PythonBackend:
     def ends(self, buffer: bytes) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
         for index in self._whole:
-            found.extend((index, match.end()) for match in self._compiled[index].finditer(buffer))
+            whole = self._compiled[index].pattern
+            found.extend((index, match.end()) for match in whole.finditer(buffer))
         for start, stop, indexes in self._candidate_lines(buffer):
             for index in indexes:
-                found.extend(
-                    (index, match.end())
-                    for match in self._compiled[index].finditer(buffer, start, stop)
-                )
+                # One end names the line, which is all the scan reports; the linear check
+                # first, so a long line costs no backtracking search (crashlens.text.linear).
+                linear = self._compiled[index]
+                if linear.possible(buffer, start, stop):
+                    match = linear.pattern.search(buffer, start, stop)
+                    if match is not None:
+                        found.append((index, match.end()))
         return found
 
     def _candidate_lines(self, buffer: bytes) -> Iterator[tuple[int, int, list[int]]]:

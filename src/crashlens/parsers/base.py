@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from crashlens.model import Clock, Fact, FactValue, InputKind, Line
+from crashlens.text.linear import linear_text
 
 TAIL_LINES = 40
 """Last lines of a log a collector's `end` gets (the end of a traceback is within them)."""
@@ -260,7 +261,7 @@ def iter_lines(text: str) -> Iterator[tuple[int, str]]:
 
 def collect_text(parser: LogParser, text: str, path: str) -> tuple[list[Line], list[Fact]]:
     """Feed every line of a small text to a log parser (tests and small inputs)."""
-    compiled = [re.compile(pattern) for pattern in parser.anchors]
+    compiled = [linear_text(pattern) for pattern in parser.anchors]
     collector = parser.collector(path)
     lines: list[Line] = []
     for lineno, raw in iter_lines(text):
