@@ -1,7 +1,8 @@
 """The incremental-scan cache: a rescan re-analyzes only the jobs whose files changed.
 
 `scan-cache.jsonl` in the output folder: a header line, then one line per job with its path
-relative to the root, the signature of its files (name, size and mtime of each) and its row.
+relative to the root, the signature of its files (name, size and mtime of each; for objects in
+a store, name, size and ETag: an object's time is its upload, see `jobs.FileStat`) and its row.
 The header names everything a row depends on besides the job's files: the cache format, the
 fingerprint version, a digest of the crashlens code and rule library, the scanned root and
 the job rule. When any of them differs the whole cache is ignored, so an upgrade never mixes

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from crashlens.batch.fingerprint import fingerprint, normalize
 from crashlens.batch.hotspots import failure_host, implicated
 from crashlens.batch.jobs import JobSpec
+from crashlens.batch.remote import is_url
 from crashlens.batch.row import JobRow
 from crashlens.decide.classifier import shipped_model
 from crashlens.match.site import library as rule_library
@@ -45,7 +46,12 @@ def analyze_job(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
 
 def _analyze_into(row: JobRow, job: JobSpec, root: str, backend: str) -> None:
     rules = rule_library()
-    analyses = analyze_inputs(job.inputs, AnalyzeOptions(backend=backend), rules)
+    if job.inputs and is_url(job.inputs[0]):
+        from crashlens.batch.remote import remote_analyses  # fsspec: for URL roots only
+
+        analyses = remote_analyses(job, rules, backend)
+    else:
+        analyses = analyze_inputs(job.inputs, AnalyzeOptions(backend=backend), rules)
     prefix = root.rstrip(os.sep) + os.sep
 
     def shown(path: str) -> str:

@@ -13,6 +13,12 @@ folder), or that is broken, is not read; it is listed in its job's `skipped` wit
 which the job's row shows. (A scan often runs over folders other people can write to: a link
 there must not put a file of the scanning account into the scan's output.) A link to a file
 inside the root is read like the file.
+
+The listing streams (`iter_jobs`, `iter_job_batches`): folders are walked depth first, each
+sorted by name as it is listed, and jobs are yielded as they are found, so a listing of millions
+of jobs never sits in one list and its consumer submits work as it goes (bench/scan_listing.py
+measures the driver's memory against the number of jobs: flat). A root given as a URL
+(`s3://bucket/prefix`, any fsspec protocol) is listed by `batch/remote.py` with the same rule.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -46,6 +52,9 @@ class FileStat:
     """Path relative to the job (a folder job) or the file name (an archive job)."""
     size: int
     mtime_ns: int
+    etag: str | None = None
+    """An object store's entity tag: set for objects, where it replaces mtime in the
+    signature (an object's time is when it was uploaded, its ETag changes with its bytes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +86,13 @@ class JobSpec:
 
     @property
     def signature(self) -> str:
-        """A digest of every file's name, size and mtime: equal means unchanged."""
+        """A digest of every file's name, size and mtime (ETag for objects): equal means
+        unchanged."""
         digest = hashlib.blake2b(digest_size=16)
         digest.update(self.kind.encode())
         for item in self.files:
-            digest.update(f"\0{item.name}\0{item.size}\0{item.mtime_ns}".encode())
+            stamp = item.mtime_ns if item.etag is None else f"etag:{item.etag}"
+            digest.update(f"\0{item.name}\0{item.size}\0{stamp}".encode())
         if self.reason:
             digest.update(b"\0!" + self.reason.encode())
         for path, reason in self.skipped:
@@ -94,10 +105,48 @@ def is_archive_name(name: str) -> bool:
     return name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
+def iter_jobs(
+    root: str | Path, job_glob: str | None = None, exclude: str | Path | None = None
+) -> Iterator[JobSpec]:
+    """Yield the jobs under `root` (a folder, a file, or an fsspec URL) lazily, in a stable
+    order: depth first, each folder's entries sorted by name as it is listed.
+
+    `exclude` is a folder never walked (the scan's own output folder when it lies inside root).
+    Only the folders still to visit are held, never the jobs already yielded.
+    """
+    from crashlens.batch.remote import is_url  # no fsspec import: a regex
+
+    if is_url(str(root)):
+        from crashlens.batch.remote import iter_remote_jobs
+
+        yield from iter_remote_jobs(str(root), job_glob)
+        return
+    yield from discover_jobs(Path(root), job_glob, None if exclude is None else Path(exclude))
+
+
+def iter_job_batches(
+    jobs: Iterable[JobSpec], max_jobs: int = 8, max_bytes: int = 4 * 1024 * 1024
+) -> Iterator[list[JobSpec]]:
+    """Consecutive jobs grouped as they arrive: up to `max_jobs` jobs and about `max_bytes`
+    (a bigger job goes alone). Lazy: the consumer pulls a batch when it can submit one, so the
+    listing never runs ahead of the workers by more than what is in flight."""
+    batch: list[JobSpec] = []
+    size = 0
+    for job in jobs:
+        if batch and (len(batch) >= max_jobs or size + job.size > max_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(job)
+        size += job.size
+    if batch:
+        yield batch
+
+
 def discover_jobs(
     root: Path, job_glob: str | None = None, exclude: Path | None = None
 ) -> Iterator[JobSpec]:
-    """Yield the jobs under `root` in a stable (sorted) order, lazily.
+    """Yield the jobs under the local folder (or file) `root` in a stable (sorted) order,
+    lazily; `iter_jobs` also takes URLs.
 
     `exclude` is a folder never walked (the scan's own output folder when it lies inside root).
     """

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 from crashlens.batch import cache
 from crashlens.batch.engine import EngineChoice, make_engine
-from crashlens.batch.jobs import JobSpec, discover_jobs
+from crashlens.batch.jobs import JobSpec, iter_jobs
+from crashlens.batch.remote import is_url, root_url
 from crashlens.batch.row import JobRow
 from crashlens.batch.shards import Shard
 from crashlens.batch.summary import SummaryBuilder
@@ -99,13 +100,13 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
     """Scan every job under `options.root`; raises PatternError for a broken rule library."""
     progress = progress or NoProgress()
     started = time.monotonic()
-    root = os.path.abspath(options.root)
+    root = root_url(options.root) if is_url(str(options.root)) else os.path.abspath(options.root)
     out = Path(os.path.abspath(options.out))
     workers = options.workers or default_workers()
     rules = rule_library()  # the scan database is compiled only if a job needs analyzing
     head = cache.header(root, options.job_glob, rules)
     previous = cache.load(out, head) if options.use_cache else cache.ScanCache(head)
-    jobs = list(discover_jobs(Path(root), options.job_glob, exclude=out))
+    jobs = list(iter_jobs(root, options.job_glob, exclude=out))
     listed = len(jobs)
     if options.shard is not None:
         jobs = [job for job in jobs if options.shard.holds(job.rel)]

@@ -40,19 +40,24 @@ def run_scan_command(
     """Run `crashlens scan` and print the summary; exits through `fatal` on an error."""
     from crashlens.batch.engine import EngineChoice, EngineError
     from crashlens.batch.output import TABLE_FORMATS
+    from crashlens.batch.remote import RemoteError, StagedOutput, exists, is_url, url_text
     from crashlens.batch.session import ScanOptions, scan_archive
     from crashlens.batch.shards import ShardError, parse_shard
     from crashlens.errors import PatternError
 
-    if not root.exists():
-        fatal(f"no such file or directory: {root}", ExitCode.USAGE)
+    try:  # a URL root (s3://...) is read through fsspec, credentials from the environment
+        found = exists(str(root)) if is_url(str(root)) else root.exists()
+    except RemoteError as error:
+        fatal(str(error), ExitCode.USAGE)
+    if not found:
+        fatal(f"no such file or directory: {url_text(root)}", ExitCode.USAGE)
     bad = [f for f in formats if f not in TABLE_FORMATS]
     if bad:
         fatal(f"--format {bad[0]!r}: must be one of {', '.join(TABLE_FORMATS)}", ExitCode.USAGE)
     if summary_format not in SUMMARY_FORMATS:
         choices = ", ".join(SUMMARY_FORMATS)
         fatal(f"--summary {summary_format!r}: must be one of {choices}", ExitCode.USAGE)
-    if out.exists() and not out.is_dir():
+    if not is_url(str(out)) and out.exists() and not out.is_dir():
         fatal(f"--out {out} exists and is not a folder", ExitCode.USAGE)
     if prom is not None and not (prom.parent if str(prom.parent) else Path(".")).is_dir():
         fatal(f"--prom {prom}: its folder does not exist", ExitCode.USAGE)
@@ -71,9 +76,15 @@ def run_scan_command(
         from crashlens.batch.render import RichProgress
 
         progress = RichProgress(errors)
+    staged: StagedOutput | None = None
+    if is_url(str(out)):  # written in a local folder, then uploaded
+        try:
+            staged = StagedOutput.start(out, fetch_cache=use_cache)
+        except RemoteError as error:
+            fatal(str(error), ExitCode.USAGE)
     options = ScanOptions(
         root=root,
-        out=out,
+        out=staged.local if staged is not None else out,
         workers=workers,
         job_glob=job_glob,
         formats=tuple(dict.fromkeys(formats)),
@@ -86,13 +97,16 @@ def run_scan_command(
     )
     try:
         outcome = scan_archive(options, progress)
+        summary = outcome.summary if staged is None else staged.publish(outcome.summary)
     except PatternError as error:
         fatal(f"invalid pattern library: {error}", ExitCode.BAD_PATTERNS)
     except EngineError as error:
         fatal(str(error), ExitCode.USAGE)
     except OSError as error:
-        fatal(f"cannot write to {out}: {error.strerror or error}", ExitCode.USAGE)
-    summary = outcome.summary
+        fatal(f"cannot write to {url_text(out)}: {error.strerror or error}", ExitCode.USAGE)
+    finally:
+        if staged is not None:
+            staged.discard()
     if prom is not None:
         from crashlens.batch.prometheus import write_metrics
 
@@ -112,7 +126,7 @@ def run_scan_command(
         )
     # An empty shard of a non-empty archive is fine: the merge job after it must still run.
     if summary["jobs"]["scanned"] == 0 and summary.get("jobs_listed", 0) == 0:
-        fatal(f"no job found under {root}", ExitCode.NOTHING_TO_ANALYZE)
+        fatal(f"no job found under {url_text(root)}", ExitCode.NOTHING_TO_ANALYZE)
 
 
 def run_merge_command(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
@@ -34,7 +34,7 @@ from crashlens.inputs.limits import ENVIRONMENT, Budget, InputLimits, from_env
 from crashlens.inputs.source import Item, Source, skipped
 from crashlens.inputs.streams import Bounded, Counting, Decompressed, Notes, peek, read_once
 
-__all__ = ["COLLECT_RECORD_MARKERS", "Item", "Source", "iter_inputs", "skipped"]
+__all__ = ["COLLECT_RECORD_MARKERS", "Item", "Source", "iter_inputs", "iter_opened", "skipped"]
 
 MAGIC_BYTES = 262
 """Enough of a stream to tell a tar (its `ustar` mark ends at 262), a zip or a compressor."""
@@ -235,11 +235,43 @@ def _compression_of(magic: bytes) -> str | None:
     return None
 
 
+def iter_opened(
+    display: str,
+    name: str,
+    size: int,
+    opener: Callable[[], IO[bytes]],
+    limits: InputLimits | None = None,
+) -> Iterator[Item]:
+    """One file that is not on a local disk (an object in a store), read through `opener` as
+    a local file is read: routed by its content, archives member by member, compressed
+    data streamed, nothing staged on disk. `opener` is called once to sniff the head and
+    once to read (each call a fresh stream); what it raises makes the file skipped."""
+    limits = limits if limits is not None else from_env()
+    if size == 0:
+        yield skipped(display, "empty file", 0)
+        return
+    try:
+        yield from _from_opener(opener, display, name, size, limits, ())
+    except Exception as error:  # as in iter_inputs: one broken file never stops a job
+        yield skipped(display, f"reading stopped: {type(error).__name__}: {error}")
+
+
 def _from_file(
     path: Path, display: str, size: int, limits: InputLimits, base: tuple[str, ...]
 ) -> Iterator[Item]:
+    yield from _from_opener(lambda: path.open("rb"), display, path.name, size, limits, base)
+
+
+def _from_opener(
+    opener: Callable[[], IO[bytes]],
+    display: str,
+    name: str,
+    size: int,
+    limits: InputLimits,
+    base: tuple[str, ...],
+) -> Iterator[Item]:
     try:
-        with path.open("rb") as probe:
+        with opener() as probe:
             magic = probe.read(MAGIC_BYTES)
     except OSError as error:
         yield skipped(display, f"cannot be read: {error.strerror or error}", size)
@@ -250,11 +282,11 @@ def _from_file(
     if not (_is_zip(magic) or _is_tar(magic) or _compression_of(magic)):
         # A plain file is read as it is, whatever its size: no limit applies to it.
         notes = Notes(*base)
-        yield Source(display, lambda: path.open("rb"), size, path.name, notes)
+        yield Source(display, opener, size, name, notes)
         return
     budget = Budget(limits, stored=size)
     try:
-        raw = path.open("rb")
+        raw = opener()
     except OSError as error:
         yield skipped(display, f"cannot be read: {error.strerror or error}", size)
         return
@@ -263,7 +295,7 @@ def _from_file(
         if _is_zip(magic):
             yield from _zip_file(display, stream, size, budget, Notes(*base))
         else:
-            yield from _route(display, path.name, stream, size, 0, budget, Notes(*base))
+            yield from _route(display, name, stream, size, 0, budget, Notes(*base))
 
 
 def _zip_file(
