@@ -108,7 +108,7 @@ def test_help_does_not_import_heavy_modules() -> None:
 
     code = (
         "import sys; from crashlens.cli import app; "
-        "names = ('polars', 'sklearn', 'hyperscan', 'rich.console'); "
+        "names = ('polars', 'sklearn', 'hyperscan', 'rich.console', 'fsspec'); "
         "heavy = [m for m in names if m in sys.modules]; "
         "print(heavy)"
     )

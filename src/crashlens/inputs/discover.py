@@ -8,7 +8,9 @@ kept, and the input says so) and an archive's remaining members are listed as no
 truncated or corrupt compressed stream keeps what decoded before the damage, with a note.
 Anything that cannot be opened becomes a skipped `InputStatus` with a reason, and the walk goes
 on. Sources are yielded lazily: a source's stream is only valid until the generator is
-advanced, which is what lets a truncated archive still give its first members.
+advanced, which is what lets a truncated archive still give its first members. A file that is
+not on a local disk (an object in a store, opened by `batch/remote.py`) goes through the same
+readers from a file-like object: `iter_opened`.
 
 Symbolic links, by policy:
 - a path named on the command line is followed, whatever it is (the user chose it);
