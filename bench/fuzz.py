@@ -39,7 +39,9 @@ def _slice(name: str, seed: int, examples: int, deadline_s: float) -> tuple[int,
     from hypothesis import seed as with_seed
 
     harness = fuzz_harnesses.HARNESSES[name]
-    known = {p.stem for p in OUT.glob(f"{name}-*.txt")}
+    from test_fuzz_regressions import OPEN  # handed over already: no need to find them again
+
+    known = {p.stem for p in OUT.glob(f"{name}-*.txt")} | OPEN
     count = 0
     failing: dict[str, Any] = {}
     shrink_until = [0.0]
@@ -93,32 +95,34 @@ def _record(sig: str, drawn: Any, error: BaseException, outer: BaseException) ->
     (OUT / f"{sig}.txt").write_text("\n".join(text), encoding="utf-8", errors="replace")
 
 
-def worker(names: list[str], stop_at: float, seed: int, args: argparse.Namespace) -> dict:
+def _setup(args: argparse.Namespace) -> None:
+    """Each worker process: a memory limit, quiet warnings, the scan backend asked for."""
     import warnings
 
     warnings.simplefilter("ignore")  # hypothesis warns about the repr of large inputs
     limit = int(args.memory_gib * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     fuzz_harnesses._BACKEND[0] = args.backend
-    stats = {name: {"examples": 0, "seconds": 0.0, "crashes": []} for name in names}
-    turn = 0
-    while time.monotonic() < stop_at:
-        name = names[turn % len(names)]
-        started = time.monotonic()
-        try:
-            count, found = _slice(name, seed * 100_003 + turn, args.slice, args.deadline)
-        except Exception as error:  # the harness itself broke: say so, go on
-            print(f"[worker {seed}] {name}: harness error {error!r}"[:300], flush=True)
-            count, found = 0, []
-        stats[name]["examples"] += count
-        stats[name]["seconds"] += time.monotonic() - started
-        stats[name]["crashes"].extend(found)
-        # one line per slice, so that an interrupted run can still be totted up
-        print(f"slice {name} {count} {time.monotonic() - started:.1f}", flush=True)
-        for sig in found:
-            print(f"[worker {seed}] new failure: {sig}", flush=True)
-        turn += 1
-    return stats
+
+
+def slice_task(task: tuple[str, int, float, argparse.Namespace]) -> tuple[str, int, float, list]:
+    """One slice in a worker (a fresh worker every few slices: memory an input left behind
+    goes with it). Past the stop time it does nothing."""
+    name, seed, stop_at, args = task
+    if time.monotonic() >= stop_at:
+        return name, 0, 0.0, []
+    started = time.monotonic()
+    try:
+        count, found = _slice(name, seed, args.slice, args.deadline)
+    except Exception as error:  # the harness itself broke: say so, go on
+        print(f"[seed {seed}] {name}: harness error {error!r}"[:300], flush=True)
+        count, found = 0, []
+    seconds = time.monotonic() - started
+    # one line per slice, so that an interrupted run can still be totted up
+    print(f"slice {name} {count} {seconds:.1f}", flush=True)
+    for sig in found:
+        print(f"[seed {seed}] new failure: {sig}", flush=True)
+    return name, count, seconds, found
 
 
 def atheris_main(name: str, args: argparse.Namespace) -> None:
@@ -174,18 +178,17 @@ def main() -> None:
         return
     stop_at = time.monotonic() + args.minutes * 60
     started = time.monotonic()
-    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-        jobs = [
-            pool.apply_async(worker, (names[j:] + names[:j], stop_at, args.seed + j, args))
-            for j in range(args.jobs)
-        ]
-        results = [job.get() for job in jobs]
+    # more slices than can run (one takes over a second): those left when time is up return
+    # at once
+    slices = int(args.jobs * args.minutes * 60) + len(names)
+    tasks = [(names[n % len(names)], args.seed * 100_003 + n, stop_at, args) for n in range(slices)]
     total: dict[str, dict] = {n: {"examples": 0, "seconds": 0.0, "crashes": []} for n in names}
-    for stats in results:
-        for name, item in stats.items():
-            total[name]["examples"] += item["examples"]
-            total[name]["seconds"] += item["seconds"]
-            total[name]["crashes"].extend(item["crashes"])
+    context = multiprocessing.get_context("fork")
+    with context.Pool(args.jobs, _setup, (args,), maxtasksperchild=10) as pool:
+        for name, count, seconds, found in pool.imap_unordered(slice_task, tasks):
+            total[name]["examples"] += count
+            total[name]["seconds"] += seconds
+            total[name]["crashes"].extend(found)
     print(f"fuzzed {time.monotonic() - started:.0f} s with {args.jobs} worker(s), seed {args.seed}")
     print(f"{'harness':<10} {'examples':>9} {'cpu-min':>8} {'ex/s':>7}  new crashes")
     for name, item in total.items():
