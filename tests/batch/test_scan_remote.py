@@ -247,3 +247,12 @@ def test_local_scans_and_analyze_never_import_fsspec(tmp_path: Path) -> None:
             [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
         )
         assert done.stderr.strip().splitlines()[-1] == "False", args
+
+
+def test_any_fsspec_url_is_a_root_file_urls_too(tmp_path: Path) -> None:
+    root = _archive(tmp_path / "archive")
+    local = _scan(root, tmp_path / "local-out")
+    through_fsspec = _scan(f"file://{root}", tmp_path / "url-out")
+    assert through_fsspec.summary["root"] == f"file://{root}"
+    assert _rows(through_fsspec.rows) == _rows(local.rows)
+    assert [j.rel for j in iter_jobs(f"file://{root}")] == [j.rel for j in iter_jobs(root)]

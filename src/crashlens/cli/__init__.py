@@ -304,9 +304,17 @@ def train(
 
 @app.command()
 def scan(
-    root: Annotated[Path, typer.Argument(help="The archive: a folder of jobs (or one job).")],
+    root: Annotated[
+        Path,
+        typer.Argument(
+            help="The archive: a folder of jobs (or one job), or a URL such as "
+            "s3://bucket/prefix (pip install 'crashlens[s3]'; credentials and endpoint from "
+            "the environment: AWS_PROFILE, AWS_ENDPOINT_URL, ...)."
+        ),
+    ],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for jobs.parquet, summary and cache.")
+        Path,
+        typer.Option("--out", "-o", help="Folder (or URL) for jobs.parquet, summary and cache."),
     ] = Path("crashlens-scan"),
     workers: Annotated[
         int, typer.Option("--workers", "-j", min=0, help="Processes (0: one per core).")
