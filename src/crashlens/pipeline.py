@@ -185,10 +185,15 @@ def _first_failure_evidence(decision: Decision, assessment: Assessment | None) -
 
 
 def _lead(analyses: Sequence[InputAnalysis], decision: Decision) -> Evidence | None:
+    """The line the report leads with: the verdict's category's best line, cited under the
+    rule that gives it that category (a symptom another file explained cites the explaining
+    rule, not the rule it first hit)."""
     if decision.verdict is Verdict.NONE:
         return None
     category = decision.candidates[0].category if decision.candidates else None
-    hits = [hit for analysis in analyses for hit in analysis.hits]
+    # The leading candidate's hits come first: an explained hit is there under its new rule.
+    weighed = [item.hit for item in decision.candidates[0].hits] if decision.candidates else []
+    hits = [*weighed, *(hit for analysis in analyses for hit in analysis.hits)]
     own = [h for h in hits if h.category is category and h.role is not Role.CONTEXT]
     first = decision.first_failure
     if not own and first is not None:
