@@ -1,0 +1,204 @@
+"""The Dask engine against a real scheduler and real worker processes: rows identical to the
+local pool's, a worker SIGKILLed mid-scan, a job that kills its worker, missing extras."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+from scan_helpers import generated_archive
+from typer.testing import CliRunner
+
+from crashlens.batch.dask_engine import SLURM_HINT, DaskEngine
+from crashlens.batch.engine import EngineChoice, EngineError
+from crashlens.batch.jobs import discover_jobs
+from crashlens.batch.row import JobRow
+from crashlens.batch.session import ScanOptions, scan_archive
+from crashlens.cli import app
+
+distributed = pytest.importorskip("distributed")
+
+HERE = Path(__file__).resolve().parent
+RUNNER = CliRunner()
+
+
+def _rows(rows: list[JobRow]) -> list[dict[str, object]]:
+    """Rows as data, in job order, without the analysis time."""
+    return [{**row.to_dict(), "seconds": None} for row in sorted(rows, key=lambda r: r.job)]
+
+
+def _table(folder: Path) -> pl.DataFrame:
+    return pl.read_parquet(folder / "jobs.parquet").drop("seconds")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`dask scheduler` and `dask worker` (2 processes under nannies, which restart a worker
+    that dies) as subprocesses; yields the scheduler file. Tasks on a dead worker fail at once
+    (allowed-failures 0), as on the clusters crashlens starts itself."""
+    folder = tmp_path_factory.mktemp("dask")
+    scheduler_file = folder / "scheduler.json"
+    env = {
+        **os.environ,
+        "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    dask = str(Path(sys.executable).parent / "dask")
+    common = ["--scheduler-file", str(scheduler_file), "--no-dashboard"]
+    logs = contextlib.ExitStack()
+    started = [
+        subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", *common],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=logs.enter_context((folder / "scheduler.log").open("w")),
+        )
+    ]
+    deadline = time.monotonic() + 60
+    while not scheduler_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    started.append(
+        subprocess.Popen(
+            [dask, "worker", "--nworkers", "2", "--nthreads", "1", *common],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=logs.enter_context((folder / "workers.log").open("w")),
+        )
+    )
+    try:
+        with distributed.Client(scheduler_file=str(scheduler_file), timeout=60) as client:
+            client.wait_for_workers(2, timeout=120)
+        yield str(scheduler_file)
+    finally:
+        for process in reversed(started):
+            process.send_signal(signal.SIGTERM)
+        for process in reversed(started):
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        logs.close()
+
+
+def test_rows_identical_on_every_engine(tmp_path: Path, cluster: str) -> None:
+    root = generated_archive(tmp_path / "archive", 36)
+    local = scan_archive(ScanOptions(root=root, out=tmp_path / "local", workers=2))
+    assert local.summary["engine"] == "local"
+    address = json.loads(Path(cluster).read_text())["address"]
+    for name, spec in [("file", cluster), ("address", address), ("local", "local")]:
+        out = tmp_path / name
+        options = ScanOptions(
+            root=root, out=out, workers=2, use_cache=False, engine=EngineChoice(dask=spec)
+        )
+        outcome = scan_archive(options)
+        assert outcome.summary["engine"] == "dask"
+        assert outcome.summary["workers"] == 2
+        assert _rows(outcome.rows) == _rows(local.rows), name
+        assert _table(out).equals(_table(tmp_path / "local")), name
+
+
+def test_dask_on_the_command_line(tmp_path: Path, cluster: str) -> None:
+    root = generated_archive(tmp_path / "archive", 12)
+    out = tmp_path / "out"
+    args = ["scan", str(root), "-o", str(out), "--dask", cluster, "--summary", "json"]
+    result = RUNNER.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["engine"], summary["jobs"]["scanned"]) == ("dask", 12)
+    again = json.loads(RUNNER.invoke(app, args).stdout)  # the driver's cache: nothing to do
+    assert again["jobs"]["from_cache"] == 12 and again["analyzed"]["jobs"] == 0
+
+
+def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(tmp_path: Path, cluster: str) -> None:
+    root = generated_archive(tmp_path / "archive", 240)
+    jobs = list(discover_jobs(root))
+    local = scan_archive(ScanOptions(root=root, out=tmp_path / "local", workers=2)).rows
+    engine = DaskEngine(EngineChoice(dask=cluster), str(root), 0, "auto")
+    rows: list[JobRow] = []
+    killed = None
+    with distributed.Client(scheduler_file=cluster, timeout=60) as watcher:
+        victim = sorted(watcher.run(os.getpid).items())[0][1]
+        for row in engine.run(jobs):
+            rows.append(row)
+            if killed is None:  # the first batch is back: both workers are busy
+                os.kill(victim, signal.SIGKILL)
+                killed = victim
+        watcher.wait_for_workers(2, timeout=120)  # the nanny brought it back
+    assert killed is not None
+    assert engine.retried > 0  # the dead worker's batches ran again, one job per task
+    assert len(rows) == len({row.job for row in rows}) == len(jobs)
+    assert _rows(rows) == _rows(local)
+
+
+def test_a_job_that_kills_its_worker_twice_is_a_row_with_a_reason(
+    tmp_path: Path, cluster: str
+) -> None:
+    from dask_helpers import PoisonJob
+
+    root = generated_archive(tmp_path / "archive", 24)
+    poison = "2024-03/job-000"
+    with distributed.Client(scheduler_file=cluster, timeout=60) as client:
+        client.register_plugin(PoisonJob(poison))
+        try:
+            options = ScanOptions(
+                root=root, out=tmp_path / "out", engine=EngineChoice(dask=cluster)
+            )
+            outcome = scan_archive(options)
+        finally:
+            client.unregister_worker_plugin(PoisonJob.name)
+        client.wait_for_workers(2, timeout=120)
+    by_job = {row.job: row for row in outcome.rows}
+    assert len(by_job) == len(outcome.rows) == 24
+    assert by_job[poison].reason is not None
+    assert by_job[poison].reason.startswith("analysis crashed: the worker process died")
+    assert all(row.reason is None for job, row in by_job.items() if job != poison)
+    # Not cached: the next scan tries that job again.
+    cached = (tmp_path / "out" / "scan-cache.jsonl").read_text()
+    assert poison not in cached and "2024-03/job-006" in cached
+
+
+def test_missing_extras_and_bad_addresses_are_clear_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = generated_archive(tmp_path / "archive", 2)
+    out = str(tmp_path / "out")
+    both = RUNNER.invoke(app, ["scan", str(root), "-o", out, "--dask", "local", "--dask-slurm"])
+    assert both.exit_code == 2 and "give one of them" in both.output
+    try:
+        import dask_jobqueue  # noqa: F401
+    except ImportError:
+        slurm = RUNNER.invoke(app, ["scan", str(root), "-o", out, "--dask-slurm"])
+        assert slurm.exit_code == 2
+        assert SLURM_HINT in slurm.output
+    engine = DaskEngine(
+        EngineChoice(dask="tcp://127.0.0.1:9"), str(root), 0, "auto", connect_timeout=2
+    )
+    with pytest.raises(EngineError, match="cannot reach the scheduler"):
+        list(engine.run(discover_jobs(root)))
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if crashlens[dask] was not installed
+    missing = RUNNER.invoke(app, ["scan", str(root), "-o", out, "--dask", "local"])
+    assert missing.exit_code == 2
+    assert "pip install 'crashlens[dask]'" in missing.output
+
+
+def test_the_local_engine_never_imports_dask(tmp_path: Path) -> None:
+    root = generated_archive(tmp_path / "archive", 3)
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from crashlens.batch.session import ScanOptions, scan_archive\n"
+        f"scan_archive(ScanOptions(root=Path({str(root)!r}), out=Path({str(tmp_path / 'o')!r})))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
