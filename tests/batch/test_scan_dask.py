@@ -202,3 +202,36 @@ def test_the_local_engine_never_imports_dask(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+class _StopAfter:
+    """Progress that presses Ctrl-C after `rows` rows."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def start(self, jobs: int, total_bytes: int, cached: int) -> None:
+        return None
+
+    def advance(self, row: JobRow) -> None:
+        self.rows -= 1
+        if self.rows == 0:
+            raise KeyboardInterrupt
+
+    def finish(self) -> None:
+        return None
+
+
+def test_ctrl_c_keeps_what_dask_scanned_and_the_next_run_resumes(
+    tmp_path: Path, cluster: str
+) -> None:
+    root = generated_archive(tmp_path / "archive", 120)
+    options = ScanOptions(root=root, out=tmp_path / "out", engine=EngineChoice(dask=cluster))
+    stopped = scan_archive(options, _StopAfter(10))
+    assert stopped.interrupted and len(stopped.rows) >= 10
+    assert stopped.summary["jobs_not_scanned"] == 120 - len(stopped.rows)
+    resumed = scan_archive(options)
+    assert not resumed.interrupted
+    assert resumed.summary["jobs"]["from_cache"] == len(stopped.rows)
+    local = scan_archive(ScanOptions(root=root, out=tmp_path / "local", workers=2))
+    assert _rows(resumed.rows) == _rows(local.rows)
