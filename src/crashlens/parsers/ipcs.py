@@ -30,7 +30,7 @@ _SNIFF_OTHER_RE = re.compile(
     re.M,
 )
 _SNIFF_HEADER_RE = re.compile(r"^key[ \t]+shmid[ \t]+owner[ \t]+perms", re.M)
-_LIMIT_VALUE_RE = re.compile(r"[ \t]*(-?\d+)[ \t]*")
+_LIMIT_VALUE_RE = re.compile(r"(?<![ \t])[ \t]*(-?\d+)[ \t]*")
 _SEGMENT_KEY_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 
 _LIMIT_FACTS = {

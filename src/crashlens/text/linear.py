@@ -299,21 +299,46 @@ def _split_gaps(branch: str) -> list[str] | None:
 
 
 def _leading_repeat_guard(body: str, flags: int) -> str | None:
-    """`(?<!C)` when `body` opens with `C+` / `C*` / `C{n,}` of one character class `C`."""
+    """`(?<!C)` when `body` opens with `C+` / `C*` / `C{n,}` of one character class `C`, or
+    with one character of `C` followed by such a repeat of a class holding all of `C`
+    (`[A-Z][A-Za-z0-9_]*`): a start after a character of `C` can start one earlier."""
     try:
         parsed = list(_parser.parse(body, flags))
     except re.error:
         return None
-    if not parsed:
-        return None
-    op, arg = parsed[0]
-    if op not in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) or arg[1] is not _sre.MAXREPEAT:
-        return None
-    item: list[Any] = list(arg[2])
-    if len(item) != 1 or item[0][0] not in (_sre.IN, _sre.LITERAL, _sre.NOT_LITERAL):
-        return None
     atom = _first_atom(body)
-    return f"(?<!{atom})" if atom else None
+    if not parsed or atom is None:
+        return None
+    if _unbounded_single(parsed[0]):
+        return f"(?<!{atom})"
+    if len(parsed) < 2 or parsed[0][0] not in _SINGLE or not _unbounded_single(parsed[1]):
+        return None
+    repeated = _ATOM.match(body, len(atom))
+    if repeated is None or not _subset(atom, repeated.group(), flags):
+        return None
+    return f"(?<!{atom})"
+
+
+_SINGLE = (_sre.IN, _sre.LITERAL, _sre.NOT_LITERAL)
+
+
+def _unbounded_single(node: tuple[Any, Any]) -> bool:
+    op, arg = node
+    if op not in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) or arg[1] is not _sre.MAXREPEAT:
+        return False
+    item = list(arg[2])
+    return len(item) == 1 and item[0][0] in _SINGLE
+
+
+@lru_cache(maxsize=256)
+def _subset(inner: str, outer: str, flags: int) -> bool:
+    """Whether every character `inner` matches (of the first 12,288) `outer` matches too."""
+    small, big = re.compile(inner, flags), re.compile(outer, flags)
+    return all(
+        big.fullmatch(char) is not None
+        for char in map(chr, range(0x3000))
+        if small.fullmatch(char) is not None
+    )
 
 
 _ATOM = re.compile(r"\[(?:\\.|[^\]\\])+\]|\\[dDwWsS]|\\.|[^\\()\[\]|*+?{}.^$]")

@@ -41,11 +41,15 @@ _AER_BUS = re.compile(
     rf"({KERNEL_PCI_NAME}): PCIe Bus Error: "
     r"severity=([^,]+), type=([^,]+)"
 )
+# The name ends with a letter and possessive spaces follow it: a lazy name and two ` *`
+# sharing a long run of spaces backtracked cubically (a 2 KB line took 17 s).
 _AER_DETAIL = re.compile(
-    rf"({KERNEL_PCI_NAME}): +\[ ?\d+\] ([A-Za-z][A-Za-z_ ]*?)"
-    r" *(?:\(First\))? *$"
+    rf"({KERNEL_PCI_NAME}): +\[ ?\d+\] ([A-Za-z](?:[A-Za-z_ ]*?[A-Za-z_])??)"
+    r" *+(?:\(First\))? *+$"
 )
-_LINK_DOWN = re.compile(rf"({PCI_ID_CHARS}): pciehp: Slot\((\S+?)\)(?:-\d+)?: Link Down")
+_LINK_DOWN = re.compile(
+    rf"(?<!{PCI_ID_CHARS[:-1]})({PCI_ID_CHARS}): pciehp: Slot\((\S+?)\)(?:-\d+)?: Link Down"
+)
 _EXT_ERROR = re.compile(r"(EXT[234])-fs error \(device ([^)]+)\)(?::| in) ?(.*)")
 _EXT_WARNING = re.compile(r"(EXT[234])-fs warning \(device ([^)]+)\): ?(.*)")
 _EXT_IO = re.compile(r"^(\w+):\d+: I/O error (-?\d+) (writing|reading)")
@@ -59,7 +63,7 @@ _LUSTRE_TARGET = re.compile(r"(?<![\w-])-*\b([\w-]+-(?:OST|MDT)[0-9a-fA-F]{4})\b
 # of the line at every device mention, n^2 on a long line).
 _READONLY = re.compile(r"(EXT[234]-fs|(?<!\w)\w+) \(([^)]+)\): ")
 _READONLY_REMOUNT = "Remounting filesystem read-only"
-_BTRFS_READONLY = re.compile(r"BTRFS \w+ \(device ([^)]+)\)")
+_BTRFS_READONLY = re.compile(r"BTRFS \w+ \(device ([^()]+)\)")
 _FORCED_READONLY = "forced readonly"
 _BLK_ERROR = re.compile(
     r"(I/O|critical medium|critical target|critical space allocation|critical nexus|timeout) "
@@ -76,7 +80,8 @@ _SEGFAULT = re.compile(
 _TRAP = re.compile(
     r"traps: (.+?)\[(\d+)\] (.+?) ip:?\S+ sp:?\S+ error:? ?(\S+)(?: in ([^\[\s]+)\[)?"
 )
-_HUNG = re.compile(r"INFO: task (.+):(\d+) blocked for more than (\d+) seconds")
+# the name stops at another `INFO: task` (else each one rescans the rest of a long line)
+_HUNG = re.compile(r"INFO: task ((?:(?!INFO: task ).)+):(\d+) blocked for more than (\d+) seconds")
 _PANIC = re.compile(r"Kernel panic - not syncing: ?(.*)")
 _OOPS = re.compile(
     r"(BUG: unable to handle .*|Oops: [0-9a-f]+ \[#\d+\].*|divide error: [0-9a-f]+ \[#\d+\].*"

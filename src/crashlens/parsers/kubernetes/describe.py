@@ -28,7 +28,11 @@ _EVENT_ROW_RE = re.compile(
     r"([^ \t]+(?: \(x([0-9]+) over [^ \t)]+\))?)[ \t]+"
     r"([^ \t,]+(?:, [^ \t]+)?)[ \t]+(.*)$"
 )
-_GET_EVENTS_RE = re.compile(r"^(?:NAMESPACE[ \t]+)?LAST SEEN[ \t]+.*\bREASON\b.*\bMESSAGE[ \t]*$")
+# possessive spaces and the first REASON only (MESSAGE after a later one is after it too):
+# linear, where three repeats sharing a run of spaces were cubic
+_GET_EVENTS_RE = re.compile(
+    r"^(?:NAMESPACE[ \t]++)?LAST SEEN[ \t]++(?>.*?\bREASON\b).*\bMESSAGE[ \t]*+$"
+)
 _DESCRIBE_KEYS = (
     "Name:",
     "Namespace:",

@@ -29,7 +29,7 @@ _KINDS = "Pod|PodList|List|Event|EventList|" + "|".join(sorted(JOB_KINDS))
 _JSON_KIND_RE = re.compile(rf'"kind":[ \t]*"(?:{_KINDS})"')
 _YAML_KIND_RE = re.compile(rf"^[ \t-]*kind:[ \t]*(?:{_KINDS})[ \t]*$", re.MULTILINE)
 _YAML_API_RE = re.compile(r"^[ \t-]*apiVersion:[ \t]*[A-Za-z0-9./-]+[ \t]*$", re.MULTILINE)
-_FIRST_FAILED_RE = re.compile(r"([0-9]+) ([A-Za-z][A-Za-z0-9-]*) replica\(s\) failed")
+_FIRST_FAILED_RE = re.compile(r"(?<![0-9])([0-9]+) ([A-Za-z][A-Za-z0-9-]*) replica\(s\) failed")
 _JOBSET_FAILED_RE = re.compile(r"(?:job|Job) ([a-z0-9][a-z0-9.-]*) (?:failed|has failed)")
 MAX_ITEMS = 2000
 """Objects of one list read, at most."""

@@ -47,7 +47,7 @@ _CPE_STATUS = re.compile(r"returned non-zero exit status (-?[0-9]+)")
 _WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\(")
 _WORK_FIELD = re.compile(r"(SeqNum|OpType|Timeout\(ms\))=([A-Za-z0-9_]+)")
 _RAN_FOR = re.compile(r"ran for ([0-9]+) milliseconds")
-_RANK_IN_TEXT = re.compile(r"\[(?:PG ID [^\]]*)?Rank ([0-9]+)\]")
+_RANK_IN_TEXT = re.compile(r"\[(?:PG ID [^\][]*)?Rank ([0-9]+)\]")
 _SLURM_OOM = re.compile(
     r"Detected ([0-9]+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )"
     r"([0-9]+(?:\.[A-Za-z0-9_]+)?)"
@@ -56,7 +56,9 @@ _SLURM_CANCEL = re.compile(
     r"\*\*\* (?:STEP|JOB) ([0-9][0-9.A-Za-z_]*) ON ([^ ]+) CANCELLED AT ([^ ]+)"
     r"(?: DUE TO ([^*,]+))?"
 )
-_SRUN_TASK = re.compile(r"srun: error: ([^ \t:]+): tasks? ([0-9][0-9,\-\[\]]*): (.+?)[ \t]*$")
+_SRUN_TASK = re.compile(
+    r"srun: error: ([^ \t:]+): tasks? ([0-9][0-9,\-\[\]]*): (.*?[^ \t])[ \t]*+$"
+)
 _SRUN_EXIT = re.compile(r"Exited with exit code ([0-9]+)")
 _RESTART = re.compile(r"Worker group FAILED\. [0-9]+/[0-9]+ attempts left; will restart")
 _DATALOADER_SIG = re.compile(

@@ -56,7 +56,9 @@ _WORDS = (
 SHELL_WORD = re.compile(
     # At the start of the redraw (after bracketed prefixes such as `[rank0]:`, a job number
     # `[1]+` or `line 12: 4242`), or glued to a progress bar's last character.
-    r"(?:^|[\]|%)>])[ \t]*(?:(?:\[[^\]\n]*\][ \t:+-]*)*(?:[0-9]+[ \t]+)?)"
+    # (at most 8 bracketed prefixes: unbounded, every `]` of a long line of them was a start
+    # that rescanned all the ones after it)
+    r"(?:^|[\]|%)>])[ \t]*(?:(?:\[[^\]\n]*\][ \t:+-]*){0,8}(?:[0-9]+[ \t]+)?)"
     rf"({_WORDS})(?: \(core dump(?:ed)?\))?[ \t]*$"
 )
 """The shell's report that a command died of a signal, ending a line or its last redraw."""

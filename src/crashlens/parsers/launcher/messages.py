@@ -129,7 +129,8 @@ def version_facts(text: str) -> list[tuple[str, str]]:
     return found
 
 
-_WORLD_DICT = re.compile(r"WORLD INFO DICT: \{(.*)\}")
+# the dict stops at another `WORLD INFO DICT` (else each one rescans the rest of the line)
+_WORLD_DICT = re.compile(r"WORLD INFO DICT: \{((?:(?!WORLD INFO DICT: ).)*)\}")
 _WORLD_HOST = re.compile(r"'[^']*': \[([0-9, ]*)\]")
 _DS_PROCS = re.compile(r"nnodes=([0-9]+), num_local_procs=([0-9]+)")
 _WORLD_SIZE = re.compile(

@@ -22,7 +22,7 @@ GLOG_YEAR = PLACEHOLDER_YEAR
 _RANK_PREFIX = re.compile(r"\[(?:rank|default)([0-9]+)\]:[ ]?")
 _TEE_PREFIX = re.compile(r"([0-9]{1,5}): ")
 _PDSH_AT = re.compile(r"pdsh@[^ :\t]+: ")
-_HOST_PREFIX = re.compile(r"([a-z0-9][a-z0-9._-]*): ")
+_HOST_PREFIX = re.compile(r"(?<![a-z0-9._-])([a-z0-9][a-z0-9._-]*): ")
 # `(?<!...)`: a search starting inside a host name would rescan it (n^2 on a long token)
 _NCCL_HOST = re.compile(r"(?<![^ \t:\[\]])([^ \t:\[\]]+):[0-9]+:[0-9]+ (?=\[[0-9]+\] )")
 _STREAM_PREFIX = re.compile(r"(?:stdout|stderr): ")

@@ -11,7 +11,7 @@ LIST_GPU_RE = re.compile(r"^GPU (?P<index>\d+): (?P<name>.+?) \(UUID: (?P<uuid>G
 _LIST_MIG_RE = re.compile(
     r"^\s+MIG\s+(?P<profile>\S+)\s+Device\s+(?P<dev>\d+): \(UUID: (?P<uuid>MIG-[^)\s]+)\)"
 )
-TOPO_HEADER_RE = re.compile(r"^\s*GPU0(?:\t|\s{2,}).*(?:CPU Affinity|NUMA Affinity|GPU1|NIC0)")
+TOPO_HEADER_RE = re.compile(r"^\s*+GPU0(?:\t|\s{2,}+).*(?:CPU Affinity|NUMA Affinity|GPU1|NIC0)")
 _TOPO_ROW_RE = re.compile(r"^(?P<kind>GPU|NIC)(?P<n>\d+)\t")
 _LINK_RANK = {"SYS": 5, "NODE": 4, "PHB": 3, "PXB": 2, "PIX": 1}
 

@@ -14,11 +14,12 @@ _RULE_RE = re.compile(r"^[ \t]*-{3,}(?:[ \t]+-{2,})+[ \t]*$")
 _HEADER_RE = re.compile(r"^[ \t]*JobID(?:Raw)?\b")
 _PARSABLE_HEADER_RE = re.compile(r"^JobID(?:Raw)?\|[^\n]*\b(?:State|ExitCode)\b", re.MULTILINE)
 _FIXED_HEADER_RE = re.compile(
-    r"^[ \t]*JobID(?:Raw)?[ \t][^\n]*\b(?:State|ExitCode)\b[^\n]*\n[ \t]*-{3,}[ \t]+-{2,}",
+    r"^[ \t]*+JobID(?:Raw)?[ \t](?>[^\n]*?\b(?:State|ExitCode)\b)[^\n]*\n[ \t]*-{3,}[ \t]+-{2,}",
     re.MULTILINE,
 )
 _SCONTROL_RE = re.compile(r"^[ \t]*JobId=[0-9]+[^\n]*$", re.MULTILINE)
-_WORD_RE = re.compile(r"([A-Za-z][A-Za-z0-9/:_]*)=([^ \t]*(?: by [0-9]+)?)")
+# `(?<![A-Za-z])`: a key is read from its first letter (every later one rescanned the word)
+_WORD_RE = re.compile(r"(?<![A-Za-z])([A-Za-z][A-Za-z0-9/:_]*)=([^ \t]*(?: by [0-9]+)?)")
 _STEP_RE = re.compile(r"^[0-9]+(?:_[0-9\[\]-]+)?(?:\+[0-9]+)?(?:\.[A-Za-z0-9+]+)?\+?$")
 MAX_ROWS = 5000
 
