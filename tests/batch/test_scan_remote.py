@@ -187,7 +187,10 @@ def test_jobs_are_listed_as_locally_and_a_scan_output_under_the_root_is_not_a_jo
     write(tmp_path / "out" / "summary.md", "# a scan's own output\n")
     _upload(store, tmp_path / "out", f"{BUCKET}/cluster-c/scan-out")
     local = [(job.rel, job.kind, [f.name for f in job.files]) for job in iter_jobs(root)]
+    store.invalidate_cache()
     listed = list(iter_jobs(f"s3://{BUCKET}/cluster-c"))
+    assert s3fs.S3FileSystem() is store  # the instance the listing used
+    assert not store.dircache  # each folder's listing dropped once used: no growth
     assert [(job.rel, job.kind, [f.name for f in job.files]) for job in listed] == local
     assert all(f.etag for job in listed for f in job.files)
     globbed = [j.rel for j in iter_jobs(f"s3://{BUCKET}/cluster-c", job_glob="*/job-00*")]
