@@ -37,3 +37,11 @@ class PoisonJob(WorkerPlugin):
 
         if self.original is not None:
             job_module.analyze_job = self.original
+
+
+def pretend_code(digest: str) -> None:
+    """Run on a worker: report `digest` as the crashlens code it loaded (a worker started
+    before an upgrade)."""
+    from crashlens.batch import dask_engine
+
+    dask_engine.LOADED_CODE = digest

@@ -235,3 +235,19 @@ def test_ctrl_c_keeps_what_dask_scanned_and_the_next_run_resumes(
     assert resumed.summary["jobs"]["from_cache"] == len(stopped.rows)
     local = scan_archive(ScanOptions(root=root, out=tmp_path / "local", workers=2))
     assert _rows(resumed.rows) == _rows(local.rows)
+
+
+def test_workers_running_other_crashlens_code_are_refused(tmp_path: Path, cluster: str) -> None:
+    from dask_helpers import pretend_code
+
+    from crashlens.batch.dask_engine import LOADED_CODE
+
+    root = generated_archive(tmp_path / "archive", 2)
+    engine = DaskEngine(EngineChoice(dask=cluster), str(root), 0, "auto")
+    with distributed.Client(scheduler_file=cluster, timeout=60) as client:
+        client.run(pretend_code, "an older release")
+        try:
+            with pytest.raises(EngineError, match="other crashlens code than this one"):
+                list(engine.run(discover_jobs(root)))
+        finally:
+            client.run(pretend_code, LOADED_CODE)

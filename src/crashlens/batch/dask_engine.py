@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crashlens.batch import job as job_module
+from crashlens.batch.cache import code_digest
 from crashlens.batch.engine import EngineChoice, EngineError
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.pool import batches, prepare
@@ -48,6 +49,14 @@ MAX_ATTEMPTS_ALONE = 3
 SLURM_HINT = "--dask-slurm needs dask-jobqueue: pip install 'crashlens[dask-slurm]'"
 
 _PREPARED: set[str] = set()
+LOADED_CODE = code_digest()
+"""The crashlens source this process loaded (read at import): a worker started before an
+upgrade keeps running the old code even though the files on disk changed."""
+
+
+def loaded_code() -> str:
+    """What a worker reports to the driver's version check."""
+    return LOADED_CODE
 
 
 def analyze_batch(
@@ -162,6 +171,7 @@ class DaskEngine:
         except TimeoutError as error:
             raise EngineError(f"the Dask cluster has no worker ({error})") from error
         self.workers = sum(client.nthreads().values())
+        _check_code(client)
         limit = max(1, self.workers) * IN_FLIGHT_PER_THREAD
         rules_env = _rules_env()
         tasks = batches(jobs)
@@ -228,6 +238,19 @@ class DaskEngine:
                 if attempt == MAX_ATTEMPTS_ALONE:
                     return _failed(job, error)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_code(client: Client) -> None:
+    """Refuse workers whose crashlens differs from the driver's: their rows would differ
+    while the cache (owned by the driver) records the driver's code."""
+    # A worker of another version may not even have this function: that is an answer too.
+    answers = client.run(loaded_code, on_error="return")
+    stale = sorted(address for address, digest in answers.items() if digest != LOADED_CODE)
+    if stale:
+        raise EngineError(
+            f"Dask workers run other crashlens code than this one ({', '.join(stale[:3])}"
+            f"{' ...' if len(stale) > 3 else ''}): install the same version and restart them"
+        )
 
 
 def _rules_env() -> str | None:
