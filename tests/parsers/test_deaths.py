@@ -45,7 +45,8 @@ def one(found: list[Fact], key: str) -> Fact:
         ("epoch 3:  12%|#2        | 120/1000 [01:02<07:40,  1.9it/s]Killed", "SIGKILL"),
         ("step 10\r 41%|####      | 41/100 [00:03<00:04]\rKilled", "SIGKILL"),
         ("Bus error (core dumped)", "SIGBUS"),
-        ("run.sh: line 7: 31337 Segmentation fault      (core dumped) python x.py", None),
+        # bash's report on a script's command: the word, then the command line
+        ("run.sh: line 7: 31337 Segmentation fault      (core dumped) python x.py", "SIGSEGV"),
         ("[2]+  Aborted (core dumped)", "SIGABRT"),
         ("Illegal instruction", "SIGILL"),
         ("Floating point exception (core dump)", "SIGFPE"),

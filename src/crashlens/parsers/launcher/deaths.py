@@ -49,9 +49,37 @@ from crashlens.text.values import bounded_int
 MAX_SIGNS = 200
 """Facts of each kind kept (states, exit codes, signals)."""
 
+LOCALE_SIGNAL_WORDS: dict[str, int] = {
+    # glibc's strsignal() in the locale's language, as the shell prints it for a dead command
+    # (the same texts as the `signals` catalog's shell entries and `host-oom-shell-killed`;
+    # tests/parsers/test_locale_deaths.py checks that they agree).
+    "已杀死": 9,
+    "Getötet": 9,
+    "Processus arrêté": 9,
+    "強制終了": 9,
+    "总线错误": 7,
+    "Bus-Zugriffsfehler": 7,
+    "Erreur du bus": 7,
+    "バスエラー": 7,
+    "段错误": 11,
+    "Speicherzugriffsfehler": 11,
+    "Erreur de segmentation": 11,
+    "セグメンテーション違反": 11,
+    "已放弃": 6,
+    "Abgebrochen": 6,
+}
+"""Signal words of other locales (zh_CN, de, fr, ja) -> signal number."""
+_LOCALE_WORDS = "|".join(sorted(LOCALE_SIGNAL_WORDS, key=len, reverse=True))
 _WORDS = (
     r"Killed|Bus error|Segmentation fault|Aborted|Illegal instruction"
     r"|Floating point exception|Terminated|Hangup|Quit|Trace/breakpoint trap"
+    rf"|{_LOCALE_WORDS}"
+)
+_CORE = (
+    # bash's `(core dumped)` and its translations (zh_CN new and old, de, ja); Japanese
+    # strsignal texts end in です before it
+    r"(?:です)?(?:[ \t]?\((?:core dump(?:ed)?|核心已转储|吐核|Speicherabzug geschrieben"
+    r"|コアダンプ)\))?"
 )
 SHELL_WORD = re.compile(
     # At the start of the redraw (after bracketed prefixes such as `[rank0]:`, a job number
@@ -59,15 +87,21 @@ SHELL_WORD = re.compile(
     # (at most 8 bracketed prefixes: unbounded, every `]` of a long line of them was a start
     # that rescanned all the ones after it)
     r"(?:^|[\]|%)>])[ \t]*(?:(?:\[[^\]\n]*\][ \t:+-]*){0,8}(?:[0-9]+[ \t]+)?)"
-    rf"({_WORDS})(?: \(core dump(?:ed)?\))?[ \t]*$"
+    rf"({_WORDS}){_CORE}[ \t]*$"
 )
 """The shell's report that a command died of a signal, ending a line or its last redraw."""
 SHELL_JOB = re.compile(
     # bash's and zsh's job table (`[1]+  Killed   python x.py`, `[1]    4242 killed   python`,
     # `zsh: killed   python x.py`): the word, then the command, also after a progress bar.
     r"(?:^|[\]|%)>])[ \t]*(?:zsh: |\[[0-9]+\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)"
-    rf"({_WORDS}|abort)(?: \(core dump(?:ed)?\))?[ \t]{{2,}}[^ \t\n]",
+    rf"({_WORDS}|abort){_CORE}[ \t]{{2,}}[^ \t\n]",
     re.IGNORECASE,
+)
+SHELL_SCRIPT = re.compile(
+    # a non-interactive bash's report on a script's command (`run.sh: line 28:  8156 Killed
+    # python3 main.py`), `line` translated like the signal word (zh_CN/ja 行, de Zeile, fr ligne)
+    r"(?:\bline|行|\bZeile|\bligne) [0-9]+:[ \t]+([0-9]+)[ \t]+"
+    rf"({_WORDS}){_CORE}[ \t]+[^ \t\n]"
 )
 _DEBUGGER = re.compile(
     r"(?:Program received signal|Program terminated with signal"
@@ -119,9 +153,13 @@ def shell_signal(text: str) -> str | None:
     """The signal a shell's word at the end of a line (or its last redraw) names, or None."""
     segment = text.rsplit("\r", 1)[-1] if "\r" in text else text
     m = SHELL_WORD.search(segment.rstrip()) or SHELL_JOB.search(segment)
-    if m is None:
-        return None
-    signum = SIGNAL_WORDS.get(m.group(1).lower())
+    if m is None and (m := SHELL_SCRIPT.search(segment)):
+        return _signal_of(m.group(2))
+    return _signal_of(m.group(1)) if m is not None else None
+
+
+def _signal_of(word: str) -> str | None:
+    signum = SIGNAL_WORDS.get(word.lower(), LOCALE_SIGNAL_WORDS.get(word))
     return SIGNALS.get(signum) if signum is not None else None
 
 
@@ -176,8 +214,11 @@ class DeathSigns(AnchoredCollector):
     def on_shell_word(self, line: Line) -> None:
         name = shell_signal(line.text) or shell_signal(line.raw)
         if name is not None:
+            # The script report names the pid: the launcher's own reading of it is the same death.
+            script = SHELL_SCRIPT.search(line.text)
+            pid = bounded_int(script.group(1)) if script else None
             self.signals.add(
-                name, line.lineno, line.raw, rank=line.rank, host=line.host, source="shell"
+                name, line.lineno, line.raw, rank=line.rank, host=line.host, pid=pid, source="shell"
             )
 
     def on_debugger(self, line: Line) -> None:
@@ -284,11 +325,12 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         r"|Process [0-9]+ exits successfully",
         D.on_completed,
     ),
-    Anchor(rf"(?:{_WORDS})(?: \(core dump(?:ed)?\))?[ \t]*$", D.on_shell_word),
+    Anchor(rf"(?:{_WORDS}){_CORE}[ \t]*$", D.on_shell_word),
     Anchor(
-        rf"(?i:(?:zsh: |\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)(?:{_WORDS}|abort)[ \t][ \t])",
+        rf"(?i:(?:zsh: |\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)(?:{_WORDS}|abort){_CORE}[ \t][ \t])",
         D.on_shell_word,
     ),
+    Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
     # PyTorch's ProcessGroupNCCL destructor, as the interpreter exits (torch >= 2.4)
     Anchor(r"destroy_process_group\(\) was not called before program exit", D.on_exiting),
     Anchor(

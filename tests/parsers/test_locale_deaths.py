@@ -1,0 +1,114 @@
+"""The shell's crash words in other locales are death signs, and agree with the rule library.
+
+The failure detector (a parser, floor 2) keeps its own list of glibc's translated strsignal
+texts; the `signals` catalog and `host-oom-shell-killed` hold the same words for the rules.
+These tests fail when one side learns a word the other does not know.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from crashlens.decide.failure import assess
+from crashlens.library import tables_dir
+from crashlens.model import Ending
+from crashlens.parsers.launcher.deaths import LOCALE_SIGNAL_WORDS, shell_signal
+from crashlens.parsers.launcher.signals import SIGNALS
+from crashlens.pipeline import analyze_inputs
+
+_ENGLISH = re.compile(r"^[A-Za-z/ ]+(?: \(core dumped\))?$")
+
+
+def _table_entries() -> list[dict[str, object]]:
+    with (Path(tables_dir()) / "signals.toml").open("rb") as handle:
+        entries: list[dict[str, object]] = tomllib.load(handle)["entry"]
+    return entries
+
+
+def _shell_killed_patterns() -> str:
+    path = Path(tables_dir()).parent / "host_oom" / "host-oom-shell-killed.toml"
+    with path.open("rb") as handle:
+        patterns: list[str] = tomllib.load(handle)["match"]["any"]
+    return "\n".join(patterns)
+
+
+@pytest.mark.parametrize("word", sorted(LOCALE_SIGNAL_WORDS))
+def test_each_detector_word_is_in_the_rule_library_under_its_signal(word: str) -> None:
+    signum = LOCALE_SIGNAL_WORDS[word]
+    in_table = any(
+        entry.get("code") == signum and any(str(t).startswith(word) for t in entry["texts"])  # type: ignore[attr-defined]
+        for entry in _table_entries()
+    )
+    in_rule = signum == 9 and word in _shell_killed_patterns()
+    assert in_table or in_rule, f"{word}: not in signals.toml under code {signum}"
+
+
+def test_each_translated_text_of_the_catalog_is_a_detector_word() -> None:
+    for entry in _table_entries():
+        code = entry.get("code")
+        if not isinstance(code, int) or code not in SIGNALS:
+            continue
+        for text in entry["texts"]:  # type: ignore[attr-defined]
+            words = [w for w in LOCALE_SIGNAL_WORDS if str(text).startswith(w)]
+            if words:
+                assert LOCALE_SIGNAL_WORDS[words[0]] == code, (text, code)
+            else:
+                assert text.isascii(), f"{text}: a translated text the detector does not read"
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        ("段错误 (核心已转储)", "SIGSEGV"),
+        ("总线错误(吐核)", "SIGBUS"),
+        ("Speicherzugriffsfehler (Speicherabzug geschrieben)", "SIGSEGV"),
+        ("Erreur du bus (core dumped)", "SIGBUS"),
+        ("セグメンテーション違反です (コアダンプ)", "SIGSEGV"),
+        ("Processus arrêté", "SIGKILL"),
+        ("Epoch 2:  41%|####1     | 205/500 [01:02<01:30,  3.27it/s]已杀死", "SIGKILL"),
+        (
+            "launch.sh: 行 14: 30518 已杀死               torchrun --nproc_per_node 8 pretrain.py",
+            "SIGKILL",
+        ),
+        (
+            "./go.sh: Zeile 3:   771 Abgebrochen (Speicherabzug geschrieben) python eval.py",
+            "SIGABRT",
+        ),
+        # the English form of the same script report
+        (
+            "/var/spool/slurmd/job4417/slurm_script: line 9: 5120 Killed      python fit.py",
+            "SIGKILL",
+        ),
+    ],
+)
+def test_translated_shell_words_name_the_signal(line: str, signal: str) -> None:
+    assert shell_signal(line) == signal
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Der Export wurde Abgebrochen, neuer Versuch",
+        "Speicherzugriffsfehler bei Adresse 0x0 behoben",
+        "deadline 12: 4 Killed workers",
+    ],
+)
+def test_the_word_inside_prose_is_no_death(line: str) -> None:
+    assert shell_signal(line) is None
+
+
+def test_a_log_ending_in_a_translated_crash_word_died(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "[2026-03-02 10:14:07] step 1200 loss 2.113\n"
+        "[2026-03-02 10:14:09] step 1210 loss 2.108\n"
+        "段错误 (核心已转储)\n",
+        encoding="utf-8",
+    )
+    assessment = assess(analyze_inputs([str(tmp_path)]))
+    assert assessment.ending is Ending.DIED
+    assert assessment.sign is not None and "段错误" in assessment.sign.text
