@@ -180,3 +180,24 @@ def test_json_keeps_the_document_around_an_absurd_value() -> None:
     blanked = blank_deep('{"x": [[[1]]],\n "y": 2}', limit=2)
     assert len(blanked) == len('{"x": [[[1]]],\n "y": 2}')
     assert json.loads(blanked) == {"x": [None], "y": 2}
+
+
+def test_remediation_and_clocks_survive_absurd_figures() -> None:
+    """The shm-size and GPU-count figures and the HTML clock raised on such values."""
+    from crashlens.decide.remedy import base_context
+    from crashlens.model import Clock
+    from crashlens.parsers.base import fact
+    from crashlens.render.html.text import time_label
+
+    facts = [
+        fact("nvidia_smi.gpu_count", 10**400, "smi.txt", 1),
+        fact("launcher.num_workers", 10**30, "train.log", 2),
+        fact("docker.shm_size_bytes", 10**400, "inspect.json", 3),
+        fact("docker.memory_limit_bytes", float("inf"), "inspect.json", 4),
+    ]
+    context = base_context(facts)
+    assert "shm_size_h" not in context and "memory_limit_h" not in context
+    for stamp in (1e18, float("inf"), -1e18):
+        for clock in (Clock.WALL, Clock.YEARLESS, Clock.BOOT):
+            assert time_label(stamp, clock)
+    assert time_label(0.0, Clock.WALL) == "1970-01-01 00:00:00"
