@@ -247,7 +247,9 @@ def test_workers_running_other_crashlens_code_are_refused(tmp_path: Path, cluste
     with distributed.Client(scheduler_file=cluster, timeout=60) as client:
         client.run(pretend_code, "an older release")
         try:
-            with pytest.raises(EngineError, match="other crashlens code than this one"):
+            with pytest.raises(
+                EngineError, match="other crashlens code, rules or model than this one"
+            ):
                 list(engine.run(discover_jobs(root)))
         finally:
             client.run(pretend_code, LOADED_CODE)

@@ -21,6 +21,7 @@ doubles a row. `--job-timeout` is not enforced on Dask (a worker thread cannot b
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import uuid
@@ -54,20 +55,34 @@ LOADED_CODE = code_digest()
 upgrade keeps running the old code even though the files on disk changed."""
 
 
-def loaded_code() -> str:
-    """What a worker reports to the driver's version check."""
-    return LOADED_CODE
+def loaded_code(rules_env: str | None) -> str:
+    """What decides a row besides the job, as this process loaded it: the crashlens source,
+    the rule library (with the driver's --rules folders) and the classifier. A worker reports
+    it to the driver's check."""
+    from crashlens.batch.cache import rules_digest
+    from crashlens.decide.classifier import shipped_model
+    from crashlens.match.site import library
+
+    _use_rules_env(rules_env)
+    loaded = shipped_model()
+    text = loaded.to_json() if loaded is not None else "no model"
+    model = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return f"{LOADED_CODE}/{rules_digest(library())}/{model}"
+
+
+def _use_rules_env(rules_env: str | None) -> None:
+    from crashlens.match.site import RULES_ENV
+
+    if rules_env is not None and os.environ.get(RULES_ENV) != rules_env:
+        os.environ[RULES_ENV] = rules_env  # --rules folders, as the driver was given them
+        _PREPARED.clear()
 
 
 def analyze_batch(
     jobs: list[JobSpec], root: str, backend: str, rules_env: str | None
 ) -> list[JobRow]:
     """The task a Dask worker runs: rows for a batch of jobs (the rule library built once)."""
-    from crashlens.match.site import RULES_ENV
-
-    if rules_env is not None and os.environ.get(RULES_ENV) != rules_env:
-        os.environ[RULES_ENV] = rules_env  # --rules folders, as the driver was given them
-        _PREPARED.clear()
+    _use_rules_env(rules_env)
     if backend not in _PREPARED:
         prepare(backend)
         _PREPARED.add(backend)
@@ -171,9 +186,9 @@ class DaskEngine:
         except TimeoutError as error:
             raise EngineError(f"the Dask cluster has no worker ({error})") from error
         self.workers = sum(client.nthreads().values())
-        _check_code(client)
-        limit = max(1, self.workers) * IN_FLIGHT_PER_THREAD
         rules_env = _rules_env()
+        _check_code(client, rules_env)
+        limit = max(1, self.workers) * IN_FLIGHT_PER_THREAD
         tasks = batches(jobs)
         inflight: dict[Any, list[JobSpec]] = {}
         suspects: list[JobSpec] = []
@@ -240,16 +255,18 @@ class DaskEngine:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _check_code(client: Client) -> None:
+def _check_code(client: Client, rules_env: str | None) -> None:
     """Refuse workers whose crashlens differs from the driver's: their rows would differ
     while the cache (owned by the driver) records the driver's code."""
     # A worker of another version may not even have this function: that is an answer too.
-    answers = client.run(loaded_code, on_error="return")
-    stale = sorted(address for address, digest in answers.items() if digest != LOADED_CODE)
+    here = loaded_code(rules_env)
+    answers = client.run(loaded_code, rules_env, on_error="return")
+    stale = sorted(address for address, digest in answers.items() if digest != here)
     if stale:
         raise EngineError(
-            f"Dask workers run other crashlens code than this one ({', '.join(stale[:3])}"
-            f"{' ...' if len(stale) > 3 else ''}): install the same version and restart them"
+            "Dask workers run other crashlens code, rules or model than this one "
+            f"({', '.join(stale[:3])}{' ...' if len(stale) > 3 else ''}): "
+            "install the same version and restart them"
         )
 
 
