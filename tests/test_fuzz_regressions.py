@@ -22,6 +22,7 @@ from crashlens.parsers.base import DocumentParser, Parser, collect_text
 from fuzz_harnesses import deadline
 
 OPEN = {
+    "parse-TypeError-kubectl_json-objects.read",
     "parse-RecursionError-nvidia_smi-xml._xml_errs",
     "parse-Hang-kubectl_json-tolerant_json.lambda>",
 }
@@ -87,6 +88,18 @@ def test_deeply_nested_elements_in_nvidia_smi_xml() -> None:
     inside = xml.index(">", xml.index("<gpu ")) + 1
     text = xml[:inside] + "<a>" * 3000 + "</a>" * 3000 + xml[inside:]
     result = _document_parser(InputKind.NVIDIA_SMI).parse(text, "query.xml")
+    assert isinstance(result.facts, tuple)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="parsers (kubernetes): a JSON list where kubectl writes a string makes "
+    "kubernetes/objects.py read() raise TypeError (unhashable type: 'list') out of parse() "
+    "(found by the parse harness's wrong-JSON-type mutation)",
+)
+def test_a_wrong_json_type_in_a_kubectl_pod_list() -> None:
+    text = (DATA / "kubectl_json_list_where_a_string_belongs.json").read_text(encoding="utf-8")
+    result = _document_parser(InputKind.KUBECTL_JSON).parse(text, "pods.json")
     assert isinstance(result.facts, tuple)
 
 
