@@ -34,12 +34,10 @@ from crashlens.model import (
     Verdict,
 )
 from crashlens.pipeline import analyze, build_report
-from crashlens.render import likelihood
+from crashlens.render import NEAR_CERTAIN, likelihood
 from crashlens.render.markdown import render_markdown
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-NEAR_CERTAIN = 0.9
-"""A bare SIGKILL is indirect evidence: likely, never this sure."""
 
 
 def _model() -> Model:
@@ -140,7 +138,7 @@ def test_a_bare_sigkill_is_likely_host_oom_with_what_would_confirm_it(tmp_path: 
     threshold = _model().calibration.threshold
     assert report.verdict is Verdict.HOST_OOM
     top = report.causes[0]
-    assert threshold <= top.confidence < NEAR_CERTAIN
+    assert threshold <= top.confidence < NEAR_CERTAIN  # indirect evidence: likely, not sure
     checks = " ".join(f"{c.text} {c.command or ''}" for c in top.next_checks)
     assert "dmesg" in checks
     assert f"**host_oom** ({top.confidence:.0%}, likely)" in render_markdown(report)
