@@ -22,6 +22,7 @@ from pathlib import Path
 
 from crashlens.lab.corpus import Case, load_cases
 from crashlens.lab.evaluate import grep_prediction
+from crashlens.lab.prepare import case_text
 from crashlens.pipeline import analyze
 
 
@@ -29,11 +30,6 @@ def _batch_of(case: Case) -> str | None:
     data = tomllib.loads((case.logs.parent / "case.toml").read_text(encoding="utf-8"))
     batch = data.get("batch")
     return str(batch) if batch is not None else None
-
-
-def _grep_text(logs: Path, limit: int = 4 * 1024 * 1024) -> str:
-    files = sorted(p for p in logs.rglob("*") if p.is_file())
-    return "\n".join(p.read_bytes()[:limit].decode("utf-8", "replace") for p in files)
 
 
 def main() -> int:
@@ -55,7 +51,7 @@ def main() -> int:
         report = analyze([str(case.logs)])
         verdict = str(report.verdict)
         ok = case.accepts(verdict)
-        grep_ok = case.accepts(grep_prediction(_grep_text(case.logs)).verdict)
+        grep_ok = case.accepts(grep_prediction(case_text(case.logs)).verdict)
         right += ok
         grep_right += grep_ok
         if case.difficulty == "hard":

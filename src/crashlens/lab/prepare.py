@@ -86,7 +86,8 @@ def _exit_bucket(facts: Sequence[Fact]) -> str | None:
     return None
 
 
-def _read_text(root: Path, limit: int = 4 * 1024 * 1024) -> str:
+def case_text(root: Path, limit: int = 4 * 1024 * 1024) -> str:
+    """Every file under `root` as text (the first `limit` bytes of each), as keyword grep reads."""
     files = sorted(p for p in root.rglob("*") if p.is_file())
     return "\n".join(p.read_bytes()[:limit].decode("utf-8", errors="replace") for p in files)
 
@@ -100,7 +101,7 @@ def prepare(case: Case, rules: tuple[Rule, ...]) -> Prepared:
         case=case,
         features=features(analyses, decision),
         rules=rules_prediction(decision),
-        text=_read_text(case.logs),
+        text=case_text(case.logs),
         exit_bucket=_exit_bucket(facts),
         rule_scores={c.category.value: c.score for c in decision.candidates},
         rules_say_none=decision.verdict is Verdict.NONE,
