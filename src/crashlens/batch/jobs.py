@@ -92,7 +92,7 @@ class JobSpec:
         digest.update(self.kind.encode())
         for item in self.files:
             stamp = item.mtime_ns if item.etag is None else f"etag:{item.etag}"
-            digest.update(f"\0{item.name}\0{item.size}\0{stamp}".encode())
+            digest.update(f"\0{item.name}\0{item.size}\0{stamp}".encode("utf-8", "surrogateescape"))
         if self.reason:
             digest.update(b"\0!" + self.reason.encode())
         for path, reason in self.skipped:

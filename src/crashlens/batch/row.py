@@ -50,6 +50,19 @@ class JobRow:
     seconds: float = 0.0
     """Time the analysis of this job took."""
 
+    def make_encodable(self) -> None:
+        """Show the bytes of an undecodable file name as `\\xNN` in every text field.
+
+        Names the OS could not decode reach Python as lone surrogates (surrogateescape), which
+        no UTF-8 writer accepts: the table, the cache and the summary would all fail on them.
+        """
+        for name in _TEXT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, str):
+                setattr(self, name, _encodable(value))
+            elif isinstance(value, list):
+                setattr(self, name, [_encodable(v) if isinstance(v, str) else v for v in value])
+
     def to_dict(self) -> dict[str, Any]:
         """The row as plain data (lists copied; `asdict`'s deep recursion cost ~0.1 ms/row)."""
         data = {name: getattr(self, name) for name in COLUMNS}
@@ -61,13 +74,15 @@ class JobRow:
     @classmethod
     def for_job(cls, job: JobSpec, reason: str | None = None) -> JobRow:
         """A row that names `job` (path, newest mtime, file count, bytes), nothing analyzed yet."""
-        return cls(
+        row = cls(
             job=job.rel,
             job_mtime=job.mtime_ns / 1e9 if job.files else None,
             files=len(job.files),
             bytes=job.size,
             reason=reason,
         )
+        row.make_encodable()  # the rows of jobs that fail before analysis are written too
+        return row
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobRow:
@@ -86,4 +101,26 @@ class JobRow:
 
 
 COLUMNS = tuple(f.name for f in fields(JobRow))
+_TEXT_FIELDS = (
+    "job",
+    "signature",
+    "summary",
+    "evidence",
+    "hosts",
+    "gpus",
+    "hardware_hosts",
+    "skipped",
+    "reason",
+)
+
+
+def _encodable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
+    return text
+
+
 _LIST_FIELDS = ("rules", "hosts", "gpus", "hardware_hosts", "skipped")
