@@ -6,6 +6,7 @@ ElementTree keeps no line numbers, so these facts carry none.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 
 from crashlens.parsers.nvidia_smi.gpu import (
     FactEmitter,
@@ -147,19 +148,38 @@ def _xml_flags(gpu: Gpu, element: ET.Element) -> None:
         gpu.flags["reset_required"] = (reset, None, None)
 
 
-def _xml_errs(gpu: Gpu, element: ET.Element, prefix: str = "") -> None:
-    """Every leaf under the GPU whose text is an error sentinel."""
-    for child in element:
+_XML_ERRS_DEPTH = 12
+"""How deep under a `<gpu>` element error sentinels are looked for: nvidia-smi nests at most
+four levels; anything deeper is not its output and is left unread (with a warning)."""
+
+
+def _xml_errs(gpu: Gpu, element: ET.Element) -> bool:
+    """Every leaf under the GPU whose text is an error sentinel, in document order.
+
+    An explicit stack of child iterators instead of recursion, so that hostile nesting costs
+    no Python frames; returns whether elements deeper than `_XML_ERRS_DEPTH` were skipped."""
+    skipped = False
+    stack: list[tuple[Iterator[ET.Element], str]] = [(iter(element), "")]
+    while stack:
+        children, prefix = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            continue
         path = f"{prefix}{child.tag}"
         if len(child):
-            _xml_errs(gpu, child, path + ".")
+            if len(stack) < _XML_ERRS_DEPTH:
+                stack.append((iter(child), path + "."))
+            else:
+                skipped = True
             continue
         sentinel = error_sentinel(child.text)
         if sentinel:
             gpu.errs.append((_XML_FIELDS.get(path, path), path, sentinel, None, None))
+    return skipped
 
 
-def _xml_gpu(element: ET.Element, index: int) -> Gpu:
+def _xml_gpu(element: ET.Element, index: int, out: FactEmitter) -> Gpu:
     """One `<gpu id=...>` element."""
     bus = _xml_text(element, "pci/pci_bus_id") or element.get("id") or ""
     gpu = Gpu(
@@ -181,7 +201,10 @@ def _xml_gpu(element: ET.Element, index: int) -> Gpu:
     _xml_ecc(gpu, element.find("ecc_errors"))
     _xml_flags(gpu, element)
     _xml_health(gpu, element)
-    _xml_errs(gpu, element)
+    if _xml_errs(gpu, element):
+        out.warnings.append(
+            f"GPU {index}: elements nested deeper than {_XML_ERRS_DEPTH} levels left unread"
+        )
     for info in element.findall("processes/process_info"):
         used_text = _xml_text(info, "used_memory")
         proc_used = int_with_unit(used_text)
@@ -224,4 +247,4 @@ def parse_query_xml(text: str, out: FactEmitter) -> None:
     elif gpus:
         out.add("nvidia_smi.gpu_count", len(gpus), source="blocks")
     for index, element in enumerate(gpus):
-        out.gpu(_xml_gpu(element, index))
+        out.gpu(_xml_gpu(element, index, out))
