@@ -92,3 +92,19 @@ def test_every_cut_of_a_real_sample_reads_or_is_none_never_raises() -> None:
     for end in range(start, len(GARBAGE), 37):
         first = read_first_value(GARBAGE[:end], start)
         assert first is None or isinstance(first.value, list)
+
+
+def test_a_truncated_document_with_trailing_commas_is_closed() -> None:
+    cut = COMMAS[: int(len(COMMAS) * 0.7)]
+    whole = read_first_value(COMMAS, json_start(COMMAS) or 0)
+    first = read_first_value(cut, json_start(cut) or 0)
+    assert whole is not None and first is not None and first.repair is Repair.TRUNCATED
+    (container,) = first.value
+    assert container["Id"] == whole.value[0]["Id"]
+
+
+def test_a_truncated_document_nested_past_the_limit_keeps_what_came_before() -> None:
+    text = '{"items": [{"kind": "Pod", "spec": {"nodeName": "node-05", "x": ' + '{"a": ' * 5000
+    first = read_first_value(text)
+    assert first is not None and first.repair is Repair.TRUNCATED
+    assert first.value["items"][0]["spec"]["nodeName"] == "node-05"

@@ -122,6 +122,20 @@ class Repair(StrEnum):
     TRUNCATED = "truncated"
 
 
+_Stack = tuple[str, "_Stack"] | None
+"""Open brackets, innermost first, as a chain that shares its tail: a cut point keeps the
+stack of its moment without copying it (a copy per cut is quadratic in deep nesting)."""
+
+
+def _closers(stack: _Stack) -> str:
+    """The brackets that close `stack`, innermost first."""
+    out: list[str] = []
+    while stack is not None:
+        bracket, stack = stack
+        out.append("]" if bracket == "[" else "}")
+    return "".join(out)
+
+
 @dataclass(slots=True)
 class _BracketWalk:
     """Structure of the first JSON value: container offsets and safe cut points."""
@@ -130,15 +144,16 @@ class _BracketWalk:
     """Offsets of the objects at the top level, or directly inside a top-level array."""
     end: int | None
     """Offset just past the first value, None when it never closes (truncated)."""
-    cuts: deque[tuple[int, tuple[str, ...]]]
+    cuts: deque[tuple[int, _Stack]]
     """(offset, open brackets) where the text before `offset` ends with a complete value."""
 
 
 def _walk(text: str, start: int) -> _BracketWalk:
     """Walk the brackets of the JSON value at `start` without decoding it."""
-    stack: list[str] = []
+    stack: _Stack = None
+    depth = 0
     starts: list[int] = []
-    cuts: deque[tuple[int, tuple[str, ...]]] = deque(maxlen=MAX_REPAIRS)
+    cuts: deque[tuple[int, _Stack]] = deque(maxlen=MAX_REPAIRS)
     for token in _TOKEN_RE.finditer(text, start):
         if token.lastgroup == "str":
             continue
@@ -146,17 +161,17 @@ def _walk(text: str, start: int) -> _BracketWalk:
             break  # the document was cut inside a string
         char = token.group()
         if char in "[{":
-            if char == "{" and (not stack or stack == ["["]):
+            if char == "{" and (depth == 0 or (depth == 1 and stack == ("[", None))):
                 starts.append(token.start())
-            stack.append(char)
+            stack, depth = (char, stack), depth + 1
         elif char in "]}":
-            if stack:
-                stack.pop()
-            if not stack:
+            if stack is not None:
+                stack, depth = stack[1], depth - 1
+            if stack is None:
                 return _BracketWalk(starts, token.end(), cuts)
-            cuts.append((token.end(), tuple(stack)))
+            cuts.append((token.end(), stack))
         else:  # a comma outside strings follows a complete value
-            cuts.append((token.start(), tuple(stack)))
+            cuts.append((token.start(), stack))
     return _BracketWalk(starts, None, cuts)
 
 
@@ -174,11 +189,19 @@ def _decode_lenient(text: str) -> tuple[Any, int]:
 
 
 def _close_truncated(text: str, walk: _BracketWalk, start: int) -> Any:
-    """Close a truncated document at its latest cut point that decodes; None when none does."""
-    for offset, stack in reversed(walk.cuts):
-        closers = "".join("]" if bracket == "[" else "}" for bracket in reversed(stack))
+    """Close a truncated document at its latest cut point that decodes; None when none does.
+
+    Over-deep containers are blanked and trailing commas stripped once, before the cuts are
+    tried: done per cut, each try would cost the whole text again.
+    """
+    body = blank_deep(text[start:])
+    if any(found.group(2) for found in _TRAILING_COMMA_RE.finditer(body)):
+        body = strip_trailing_commas(body)
+    cuts = walk.cuts if body == text[start:] else _walk(body, 0).cuts
+    shift = start if cuts is walk.cuts else 0
+    for offset, stack in reversed(cuts):
         try:
-            return _decode_lenient(text[start:offset] + closers)[0]
+            return _raw_decode(body[: offset - shift] + _closers(stack), 0)[0]
         except ValueError:
             continue
     return None

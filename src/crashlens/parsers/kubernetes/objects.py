@@ -127,7 +127,9 @@ class _Reader:
         self.sink.add(key, value, lineno, shown, **attrs)
 
     def read(self, item: dict[str, Any]) -> None:
-        kind = item.get("kind")
+        # `kind` is compared with a set: a list or an object where kubectl writes a string
+        # would be unhashable.
+        kind = _str(item.get("kind"))
         meta = _dict(item.get("metadata"))
         name = _str(meta.get("name"))
         after = self.lines.find(name) or 1 if name else 1
