@@ -1,0 +1,415 @@
+"""`crashlens scan` at scale: jobs/s, per-job engine overhead and driver memory, local pool
+against a 2-worker Dask cluster, on generated archives (bench/gen_jobs.py).
+
+Measures, each in a fresh driver process (this script run again as a child, so the driver's
+memory is the scan's own, not this script's):
+
+  jobs/s        a full scan of a tree of small jobs (200,000 by default, a few KB each) on
+                each engine; the analysis time (the rows' own seconds) against the wall time
+                gives the engine's overhead per job
+  driver RSS    the driver's resident memory (/proc/self/status) once the jobs are listed and
+                when 10k, 50k, 100k and 200k rows are in, and its peak
+  overhead      no-op jobs through each engine (jobs that are `unreadable`, so `analyze_job`
+                returns at once): the engine's marginal cost per job, start-up left out
+  listing       the listing alone of a tree of 1,000,000 one-file jobs, streamed and held in a
+                list, RSS at each count; and the real scan driver over that tree with
+                `--shard 1/1000` (it lists all 1M jobs, analyzes 1,000)
+  1 GB          the local pool against Dask on a ~1 GB archive of larger jobs (350 KB median),
+                wall time of the whole command, cluster start-up included
+
+The local engine is the process pool (`--workers N`); Dask is `--dask local`: a LocalCluster
+of N worker processes with one thread each (processes=True), its scheduler in the driver.
+Every measurement runs `--rounds` times (2 by default), engines in alternating order.
+
+    python bench/scan_scale.py                           # everything, in a temporary folder
+    python bench/scan_scale.py --jobs 200000 --root /scratch/jobs-200k --engines local,dask
+    python bench/scan_scale.py --quick                   # small sizes: a smoke test
+
+Not run in CI at full size (it writes a million files); tests/test_bench_scale.py runs --quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ARCHIVES = BENCH / "out" / "archives"
+MARKS = (10_000, 50_000, 100_000, 200_000, 1_000_000)
+MARKER = ".gen_jobs.json"
+"""Written in a generated tree (hidden: a scan skips it) to know it can be reused."""
+
+
+# --------------------------------------------------------------------------- child (driver)
+
+
+def _rss_kib() -> tuple[int, int]:
+    """(current, peak) resident memory of this process in KiB."""
+    fields: dict[str, int] = {}
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    fields[key] = int(value.split()[0])
+    except OSError:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak, peak
+    return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
+
+
+class _Sampler:
+    """A scan's progress hook that samples the driver's RSS at given row counts. It accepts
+    any arguments to `start`, so it fits the session's Progress however that grows."""
+
+    def __init__(self, marks: list[int]) -> None:
+        self.marks = set(marks)
+        self.rows = 0
+        self.analysis_s = 0.0
+        self.rss: dict[str, int] = {}
+        self.started = self.first = self.finished = 0.0
+
+    def start(self, *args: Any, **kwargs: Any) -> None:
+        self.started = time.perf_counter()
+        self.rss["listed"] = _rss_kib()[0]
+
+    def advance(self, row: Any) -> None:
+        if not self.rows:
+            self.first = time.perf_counter()
+        self.rows += 1
+        self.analysis_s += float(getattr(row, "seconds", 0.0) or 0.0)
+        if self.rows in self.marks:
+            self.rss[str(self.rows)] = _rss_kib()[0]
+
+    def finish(self) -> None:
+        self.finished = time.perf_counter()
+
+
+def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
+    from crashlens.batch.engine import EngineChoice
+    from crashlens.batch.session import ScanOptions, scan_archive
+    from crashlens.batch.shards import parse_shard
+
+    sampler = _Sampler(spec["marks"])
+    options = ScanOptions(
+        root=Path(spec["root"]),
+        out=Path(spec["out"]),
+        workers=spec["workers"],
+        use_cache=False,
+        shard=parse_shard(spec["shard"]) if spec.get("shard") else None,
+        engine=EngineChoice(dask="local" if spec["engine"] == "dask" else None),
+    )
+    started = time.perf_counter()
+    outcome = scan_archive(options, sampler)
+    wall = time.perf_counter() - started
+    current, peak = _rss_kib()
+    sampler.rss["done"], sampler.rss["peak"] = current, peak
+    summary = outcome.summary
+    return {
+        "wall_s": wall,
+        "analyze_s": (sampler.finished or time.perf_counter()) - (sampler.started or started),
+        "first_row_s": (sampler.first or started) - (sampler.started or started),
+        "rows": sampler.rows,
+        "analysis_s": sampler.analysis_s,
+        "bytes": summary.get("analyzed", {}).get("bytes", 0),
+        "engine": summary.get("engine"),
+        "workers": summary.get("workers"),
+        "rss_kib": sampler.rss,
+    }
+
+
+def _child_noop(spec: dict[str, Any]) -> dict[str, Any]:
+    from crashlens.batch.engine import EngineChoice, make_engine
+    from crashlens.batch.jobs import JobSpec
+
+    choice = EngineChoice(dask="local" if spec["engine"] == "dask" else None)
+    engine = make_engine(choice, "/nonexistent", spec["workers"], "auto", job_timeout=None)
+    jobs = (
+        JobSpec(f"noop/{n:08d}", "unreadable", (), (), reason="no-op") for n in range(spec["jobs"])
+    )
+    started = time.perf_counter()
+    first = last = started
+    count = 0
+    for _ in engine.run(jobs):
+        last = time.perf_counter()
+        if count == 0:
+            first = last
+        count += 1
+    return {
+        "jobs": count,
+        "startup_s": first - started,
+        "steady_s": last - first,
+        "workers": engine.workers,
+    }
+
+
+def _child_listing(spec: dict[str, Any]) -> dict[str, Any]:
+    from crashlens.batch.jobs import iter_job_batches, iter_jobs
+
+    marks = set(spec["marks"])
+    rss: dict[str, int] = {"before": _rss_kib()[0]}
+    started = time.perf_counter()
+    kept: list[Any] = []
+    listed = 0
+    if spec["held"]:
+        for job in iter_jobs(spec["root"]):
+            kept.append(job)
+            listed += 1
+            if listed in marks:
+                rss[str(listed)] = _rss_kib()[0]
+    else:
+        for batch in iter_job_batches(iter_jobs(spec["root"])):
+            for _ in batch:
+                listed += 1
+                if listed in marks:
+                    rss[str(listed)] = _rss_kib()[0]
+    seconds = time.perf_counter() - started
+    rss["peak"] = _rss_kib()[1]
+    return {"jobs": listed, "seconds": seconds, "rss_kib": rss}
+
+
+def _child(spec: dict[str, Any]) -> None:
+    run = {"scan": _child_scan, "noop": _child_noop, "listing": _child_listing}[spec["mode"]]
+    print("RESULT " + json.dumps(run(spec)), flush=True)
+
+
+def _in_child(spec: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """Run one measurement in a fresh interpreter: (its result, the whole command's wall)."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - started
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+            return result, wall
+    raise SystemExit(f"measurement {spec['mode']} failed:\n{done.stdout}\n{done.stderr[-4000:]}")
+
+
+# --------------------------------------------------------------------------- parent
+
+
+def _mib(kib: int) -> str:
+    return f"{kib / 1024:,.0f} MiB"
+
+
+def _marks(total: int) -> list[int]:
+    if total >= MARKS[0]:
+        return [m for m in MARKS if m <= total] + ([total] if total not in MARKS else [])
+    return sorted({max(1, total // 20), max(1, total // 4), max(1, total // 2), total})
+
+
+def _order(engines: list[str], round_index: int) -> list[str]:
+    return engines if round_index % 2 == 0 else engines[::-1]
+
+
+def ensure_tree(root: Path, jobs: int, seed: int, procs: int) -> tuple[int, int]:
+    """The small-job tree at `root`, generated unless it is already there: (jobs, bytes)."""
+    import gen_jobs
+
+    marker = root / MARKER
+    if marker.exists():
+        made = json.loads(marker.read_text())
+        print(f"tree: reusing {made['jobs']:,} jobs ({made['bytes'] / 1e6:,.0f} MB) in {root}")
+        return int(made["jobs"]), int(made["bytes"])
+    if root.is_dir() and any(root.iterdir()):
+        print(f"tree: reusing {root} as it is (not generated here)")
+        return 0, 0
+    done = gen_jobs.generate(root, jobs=jobs, seed=seed, procs=procs)
+    marker.write_text(json.dumps({"jobs": done.jobs, "bytes": done.bytes, "seed": seed}))
+    print(
+        f"tree: generated {done.jobs:,} jobs, {done.bytes / 1e6:,.0f} MB "
+        f"({done.bytes / max(1, done.jobs) / 1e3:.1f} KB a job) in {done.seconds:.0f} s"
+    )
+    return done.jobs, done.bytes
+
+
+def ensure_archive(gb: float, seed: int, procs: int, where: Path | None = None) -> Path:
+    """The ~`gb` GiB archive of larger jobs (bench/out/archives, shared with
+    scan_vs_ripgrep.py), generated once."""
+    import gen_jobs
+
+    folder, manifest = gen_jobs.archive_paths(where or ARCHIVES, gb, seed)
+    if not manifest.exists():
+        print(f"1 GB: generating {folder} ...", flush=True)
+        gen_jobs.generate(folder, gb=gb, median_kb=350, seed=seed, procs=procs, manifest=manifest)
+    return folder
+
+
+def measure_scans(
+    root: Path, engines: list[str], rounds: int, workers: int, out: Path, total: int
+) -> dict[str, list[dict[str, Any]]]:
+    marks = _marks(total) if total else list(MARKS)
+    results: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+    for round_index in range(rounds):
+        for engine in _order(engines, round_index):
+            spec = {"mode": "scan", "root": str(root), "out": str(out / engine),
+                    "engine": engine, "workers": workers, "marks": marks}  # fmt: skip
+            got, command_wall = _in_child(spec)
+            got["command_s"] = command_wall
+            results[engine].append(got)
+            rows, wall = got["rows"], got["wall_s"]
+            per_job_ms = got["analysis_s"] / max(1, rows) * 1e3
+            # After the first row: the engine's start-up (a Dask cluster: seconds) left out.
+            steady = got["analyze_s"] - got["first_row_s"]
+            overhead_ms = (steady * workers - got["analysis_s"]) / max(1, rows) * 1e3
+            print(
+                f"jobs/s {engine:>5} round {round_index + 1}: {rows:,} jobs in {wall:.1f} s = "
+                f"{rows / wall:,.0f} jobs/s (after the first row {rows / steady:,.0f} jobs/s; "
+                f"start-up {got['first_row_s']:.1f} s; analysis {per_job_ms:.2f} ms/job of "
+                f"CPU; everything else {overhead_ms:.2f} ms/job of worker time)",
+                flush=True,
+            )
+            rss = got["rss_kib"]
+            steps = " | ".join(f"{int(k):,} rows {_mib(v)}" for k, v in rss.items() if k.isdigit())
+            print(
+                f"driver RSS {engine:>5} round {round_index + 1}: listed {_mib(rss['listed'])}"
+                f" | {steps} | peak {_mib(rss['peak'])}",
+                flush=True,
+            )
+    return results
+
+
+def measure_noop(engines: list[str], rounds: int, workers: int, jobs: int) -> None:
+    for round_index in range(rounds):
+        for engine in _order(engines, round_index):
+            got, _ = _in_child({"mode": "noop", "engine": engine, "workers": workers,
+                                "jobs": jobs})  # fmt: skip
+            per_job = got["steady_s"] / max(1, got["jobs"] - 1) * 1e3
+            print(
+                f"overhead {engine:>5} round {round_index + 1}: {got['jobs']:,} no-op jobs, "
+                f"{per_job:.3f} ms/job of driver wall time on {got['workers']} workers "
+                f"(start-up {got['startup_s']:.1f} s, left out)",
+                flush=True,
+            )
+
+
+def measure_listing(root: Path, jobs: int, rounds: int, workers: int, out: Path) -> None:
+    import gen_jobs
+
+    if not (root / MARKER).exists():
+        seconds = gen_jobs.listing_tree(root, jobs)
+        (root / MARKER).write_text(json.dumps({"jobs": jobs}))
+        print(f"listing: generated {jobs:,} one-file jobs in {seconds:.0f} s", flush=True)
+    marks = _marks(jobs)
+    for round_index in range(rounds):
+        for held in (False, True):
+            got, _ = _in_child({"mode": "listing", "root": str(root), "held": held,
+                                "marks": marks})  # fmt: skip
+            rss = got["rss_kib"]
+            steps = " | ".join(f"{int(k):,} {_mib(v)}" for k, v in rss.items() if k.isdigit())
+            print(
+                f"listing RSS {'held' if held else 'streamed':>8} round {round_index + 1}: "
+                f"{got['jobs']:,} jobs at {got['jobs'] / got['seconds']:,.0f} jobs/s; "
+                f"before {_mib(rss['before'])} | {steps} | peak {_mib(rss['peak'])}",
+                flush=True,
+            )
+        shard = f"1/{max(1, jobs // 1000)}"
+        got, _ = _in_child({"mode": "scan", "root": str(root), "out": str(out / "shard"),
+                            "engine": "local", "workers": workers, "marks": [],
+                            "shard": shard})  # fmt: skip
+        print(
+            f"driver RSS at {jobs:,} listed jobs round {round_index + 1} (scan --shard {shard}, "
+            f"{got['rows']:,} analyzed): peak {_mib(got['rss_kib']['peak'])}, "
+            f"{got['wall_s']:.1f} s",
+            flush=True,
+        )
+
+
+def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int, out: Path) -> None:
+    walls: dict[str, list[float]] = {e: [] for e in engines}
+    phases: dict[str, list[float]] = {e: [] for e in engines}
+    for round_index in range(rounds):
+        for engine in _order(engines, round_index):
+            spec = {"mode": "scan", "root": str(folder), "out": str(out / f"gb-{engine}"),
+                    "engine": engine, "workers": workers, "marks": []}  # fmt: skip
+            got, wall = _in_child(spec)
+            walls[engine].append(wall)
+            phases[engine].append(got["analyze_s"])
+            print(
+                f"1 GB {engine:>5} round {round_index + 1}: {got['rows']:,} jobs, "
+                f"{got['bytes'] / 1e9:.2f} GB in {wall:.2f} s command wall "
+                f"({got['bytes'] / 1e6 / wall:,.0f} MB/s; analysis phase {got['analyze_s']:.2f} s)",
+                flush=True,
+            )
+    if "local" in walls and "dask" in walls:
+        each = ", ".join(
+            f"round {n + 1} {d / loc - 1:+.1%}"
+            for n, (loc, d) in enumerate(zip(walls["local"], walls["dask"], strict=True))
+        )
+        local, dask = statistics.median(walls["local"]), statistics.median(walls["dask"])
+        phase = statistics.median(phases["dask"]) / statistics.median(phases["local"]) - 1
+        print(
+            f"dask vs local on 1 GB: {each}; median {dask / local - 1:+.1%} "
+            f"(local {local:.2f} s, dask {dask:.2f} s; analysis phase alone {phase:+.1%}; "
+            f"target within +15 %)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=200_000, help="small jobs in the tree")
+    parser.add_argument("--root", type=Path, default=None, help="tree to reuse or create")
+    parser.add_argument("--engines", default="local,dask")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--noop-jobs", type=int, default=50_000)
+    parser.add_argument("--listing-jobs", type=int, default=1_000_000, help="0: skip")
+    parser.add_argument("--listing-root", type=Path, default=None)
+    parser.add_argument("--gb", type=float, default=1.0, help="archive size; 0: skip")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--skip", default="", help="comma list of scan,noop,listing,archive")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        _child(json.loads(args.child))
+        return
+    if args.quick:
+        args.jobs, args.noop_jobs, args.listing_jobs = 200, 400, 400
+        args.gb, args.rounds = min(args.gb, 0.004), 1
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    procs = len(os.sched_getaffinity(0))
+    print(
+        f"machine: {procs} cores (load average {os.getloadavg()[0]:.1f}; shared with other "
+        f"work), Python {platform.python_version()}, {args.workers} workers per engine, "
+        f"{args.rounds} rounds",
+        flush=True,
+    )
+    scratch = Path(tempfile.mkdtemp(prefix="crashlens-scale-"))
+    try:
+        if "scan" not in skip:
+            root = args.root or scratch / "tree"
+            total, _ = ensure_tree(root, args.jobs, args.seed, procs)
+            measure_scans(root, engines, args.rounds, args.workers, scratch / "out", total)
+        if "noop" not in skip:
+            measure_noop(engines, args.rounds, args.workers, args.noop_jobs)
+        if "listing" not in skip and args.listing_jobs:
+            listing = args.listing_root or scratch / "listing"
+            measure_listing(listing, args.listing_jobs, args.rounds, args.workers, scratch)
+        if "archive" not in skip and args.gb:
+            where = scratch / "archives" if args.quick else None
+            folder = ensure_archive(args.gb, args.seed, procs, where)
+            measure_archive(folder, engines, args.rounds, args.workers, scratch / "out")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
