@@ -6,6 +6,7 @@ import pytest
 
 from crashlens.model import Fact
 from crashlens.parsers.base import safe_sniff
+from crashlens.parsers.slurm.memory import node_count
 from crashlens.parsers.slurm.parser import SlurmJobParser
 from crashlens.parsers.slurm.values import size_of, state_of
 
@@ -123,3 +124,63 @@ def test_truncated_and_garbage_never_raise() -> None:
         )
     for garbage in ("", "JobID|", "JobId=", "|||\n|||", "\x00" * 10, "JobID\n-----  ----\n x"):
         assert isinstance(SLURM.parse(garbage, "x").facts, tuple)
+
+
+def _peaks(facts: list[Fact]) -> dict[object, Fact]:
+    return {f.attr("step"): f for f in facts if f.key == "slurm.mem_peak_percent"}
+
+
+def test_peak_at_the_request_of_an_out_of_memory_step() -> None:
+    """ReqMem `16Gn` (per node), MaxRSS 16776904K: the batch step used all it asked for."""
+    peaks = _peaks(_facts("sacct_fixed_width_out_of_memory_0_125_REPRO.txt"))
+    batch = peaks["3820411.bat+"]
+    assert batch.value == 100.0 and batch.lineno == 4
+    assert (batch.attr("killed"), batch.attr("peak"), batch.attr("per")) == ("yes", "yes", "node")
+    assert batch.attr("limit_bytes") == 16 << 30
+    # the extern step's 880K is no peak, and it completed
+    assert (peaks["3820411.ext+"].attr("peak"), peaks["3820411.ext+"].attr("killed")) == (
+        "no",
+        "no",
+    )
+
+
+def test_peak_against_a_request_without_suffix_is_shared_over_the_nodes() -> None:
+    """Slurm 21.08+ prints ReqMem without `n`/`c`, on the job's row only: the job's total,
+    here 240G over `node-[01-02]`; the steps take it from their job's row."""
+    peaks = _peaks(_facts("sacct_parsable2_states_cancelled_by_uid_REPRO.txt"))
+    step = peaks["5120033.0"]
+    assert step.attr("limit_bytes") == 120 << 30 and step.attr("per") == "job"
+    assert step.value == round(100 * 98765432 * 1024 / (120 << 30), 1)
+    assert step.attr("peak") == "yes" and peaks["5120033.batch"].attr("peak") == "no"
+    assert peaks["5120034.batch"].value == 80.0
+    # cancelled and timed out with SIGTERM (0:15): no step was killed
+    assert {f.attr("killed") for f in peaks.values()} == {"no"}
+
+
+def test_peak_against_memory_per_cpu_counts_the_cpus_of_a_node() -> None:
+    text = (
+        "JobID|State|ExitCode|AllocCPUS|NNodes|NodeList|ReqMem|MaxRSS\n"
+        "77|FAILED|0:9|32|2|gpu[1-2]|4000Mc|\n"
+        "77.batch|FAILED|137:0|16|1|gpu1|4000Mc|2048K\n"
+        "77.0|CANCELLED|0:9|32|2|gpu[1-2]|4000Mc|63000M\n"
+    )
+    peaks = _peaks(list(SLURM.parse(text, "sacct.txt").facts))
+    step = peaks["77.0"]
+    assert step.attr("limit_bytes") == 16 * 4000 << 20 and step.attr("per") == "cpu"
+    assert step.value == round(100 * 63000 / 64000, 1)
+    assert step.attr("killed") == "yes" and peaks["77.batch"].attr("killed") == "yes"
+
+
+@pytest.mark.parametrize(
+    ("node_list", "count"),
+    [
+        ("node-07", 1),
+        ("node-[01-02]", 2),
+        ("dgx-b[07-08,11],login3", 4),
+        ("None assigned", None),
+        ("node-[a-b]", None),
+        ("", None),
+    ],
+)
+def test_node_count(node_list: str, count: int | None) -> None:
+    assert node_count(node_list) == count

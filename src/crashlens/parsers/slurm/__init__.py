@@ -20,6 +20,10 @@ Facts (line number and the row as text; `step` is the row's JobID, `job` the job
 * `slurm.max_rss_bytes`: int a step's `MaxRSS`; attrs step, node (`MaxRSSNode`).
 * `slurm.req_mem_bytes`: int the memory asked for (`ReqMem`; scontrol's `MinMemoryNode` /
   `MinMemoryCPU`); attrs step, per (`node` or `cpu` where the output says).
+* `slurm.mem_peak_percent`: float a step's `MaxRSS` as a percent of the memory it could use on
+  a node (`ReqMem` per node, per CPU times the node's CPUs, or the job's total over its
+  nodes); attrs step, job, state, killed, peak, job_oom, max_rss_bytes, limit_bytes, per
+  (`memory.py`).
 * `slurm.node_list`: str the job's or step's nodes (`NodeList`); attrs step.
 * `slurm.reason`: str scontrol's `Reason` when it names one (`NonZeroExitCode`, `TimeLimit`,
   `NodeDown`, `OutOfMemory`...); attrs job.

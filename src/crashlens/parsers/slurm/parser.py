@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from crashlens.model import InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line
 from crashlens.parsers.kubernetes.common import FactSink
+from crashlens.parsers.slurm.memory import PEAK_KEY, MemoryRow, node_count, peaks
 from crashlens.parsers.slurm.values import exit_of, job_of, size_of, state_attrs, state_of
 
 _RULE_RE = re.compile(r"^[ \t]*-{3,}(?:[ \t]+-{2,})+[ \t]*$")
@@ -40,9 +41,15 @@ def _spans(rule: str) -> list[tuple[int, int]]:
     ]
 
 
+def _count(cell: str | None) -> int | None:
+    text = (cell or "").strip()
+    return int(text) if text.isdigit() and len(text) <= 9 else None
+
+
 class _Reader:
     def __init__(self, path: str) -> None:
         self.sink = FactSink(path)
+        self.memory: list[MemoryRow] = []
 
     def row(self, lineno: int, line: str, named: dict[str, str]) -> None:
         step = named.get("JobID") or named.get("JobIDRaw") or ""
@@ -56,17 +63,42 @@ class _Reader:
         if state is not None:
             attrs = state_attrs(state[0], state[1], code, step=step or None, job=job, node=nodes)
             self.sink.add("slurm.state", state[0], lineno, shown, **attrs)
-        if (rss := size_of(named.get("MaxRSS", ""), "K")) is not None and rss[0] > 0:
+        rss = size_of(named.get("MaxRSS", ""), "K")
+        if rss is not None and rss[0] > 0:
             node = named.get("MaxRSSNode") or None
             self.sink.add(
                 "slurm.max_rss_bytes", rss[0], lineno, shown, step=step or None, node=node
             )
-        if (req := size_of(named.get("ReqMem", ""), "M")) is not None and req[0] > 0:
+        req = size_of(named.get("ReqMem", ""), "M")
+        if req is not None and req[0] > 0:
             self.sink.add(
                 "slurm.req_mem_bytes", req[0], lineno, shown, step=step or None, per=req[1]
             )
         if nodes and nodes not in ("None assigned", "(null)"):
             self.sink.add("slurm.node_list", nodes, lineno, shown, step=step or None)
+        if step and job is not None and (rss or req):
+            self.memory.append(
+                MemoryRow(
+                    lineno,
+                    shown,
+                    step,
+                    job,
+                    state[0] if state else None,
+                    code[0] if code else None,
+                    code[1] if code else None,
+                    rss[0] if rss else None,
+                    req[0] if req else None,
+                    req[1] if req else None,
+                    _count(named.get("AllocCPUS") or named.get("NCPUS")),
+                    _count(named.get("NNodes")) or node_count(nodes),
+                )
+            )
+
+    def memory_peaks(self) -> None:
+        """Each step's MaxRSS against its per-node limit (`memory.py`), once every row is read."""
+        for peak in peaks(self.memory):
+            row = peak.row
+            self.sink.add(PEAK_KEY, peak.percent, row.lineno, row.shown, **peak.attrs())
 
     def headerless(self, lineno: int, line: str) -> None:
         """A `sacct -n -P` row: the state and the exit code found by their shape."""
@@ -185,4 +217,5 @@ class SlurmJobParser(DocumentParser):
             words = line.split()
             cells = words if spans is not None and len(words) == len(header) else None
             reader.row(lineno, line, dict(zip(header, cells or _cells(line, spans), strict=False)))
+        reader.memory_peaks()
         return DocumentResult(facts=tuple(reader.sink.facts))
