@@ -150,7 +150,7 @@ def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
     stop_lines = {_position(s) for s in stops}
     deaths = [s for s in deaths if _position(s) not in stop_lines]
     # Python exits the same way after an uncaught exception: with one in view, no finish.
-    if any(f.key == "python.exception" for f in facts):
+    if any(f.key == "python.exception" and f.attr("teardown") is None for f in facts):
         finishes = [s for s in finishes if s.kind != "exiting"]
     runs = [s for s in finishes if s.kind == "completed"]
     if runs:

@@ -154,9 +154,24 @@ def _failure_exit(facts: Sequence[Fact]) -> bool:
     finished = {item.path: item.lineno or 0 for item in facts if item.key == "launcher.completed"}
     return any(
         item.key == "launcher.first_failure"
-        or (item.key == "python.exception" and (item.lineno or 0) > finished.get(item.path, -1))
+        or (
+            item.key == "python.exception"
+            and ended_process(item)
+            and (item.lineno or 0) > finished.get(item.path, -1)
+        )
         for item in facts
     )
+
+
+def ended_process(item: Fact) -> bool:
+    """Whether a `python.exception` can have ended its process: not one the process reports and
+    goes on from (a thread's, a finalizer's, an `atexit` handler's, one an `except` block
+    printed: its `teardown`), nor a
+    `SystemExit` with status 0 (a clean exit raised as an exception)."""
+    if item.attr("teardown") is not None:
+        return False
+    value = str(item.value)
+    return value not in ("SystemExit", "SystemExit: 0", "SystemExit: None")
 
 
 def _roots_by_category(hits: Sequence[Hit]) -> dict[Category, float]:

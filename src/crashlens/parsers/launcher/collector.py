@@ -26,6 +26,8 @@ from crashlens.parsers.launcher.messages import (
 )
 from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
 from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS
+from crashlens.parsers.launcher.teardown import ANCHOR as TEARDOWN_ANCHOR
+from crashlens.parsers.launcher.teardown import TeardownTracker
 from crashlens.parsers.launcher.tools import TOOL_ANCHOR, TOOLS
 from crashlens.text.sizes import to_bytes
 from crashlens.text.values import bounded_int, finite_float
@@ -108,6 +110,7 @@ class LauncherCollector(DeathSigns):
         self.cpu_mem: Fact | None = None
         self.subprocess_exits: list[Fact] = []
         self.report = ReportReader(path, self.facts, self.signals)
+        self.teardown = TeardownTracker()
 
     def _add(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> Fact:
         made = fact(key, value, self.path, line.lineno, text=line.raw, **attrs)
@@ -127,10 +130,14 @@ class LauncherCollector(DeathSigns):
                     "launcher.tool", tool.name, self.path, line.lineno, line.raw
                 )
 
+    def on_traceback(self, line: Line) -> None:
+        self.teardown.read(line.text, line.lineno)
+
     def on_exception(self, line: Line) -> None:
         parsed = parse_exception(line.text)
         if parsed is None:
             return
+        teardown = self.teardown.close()
         exc_type, value, inline_rank = parsed
         rank, host, source = line.rank, line.host, "log"
         record = self.report.continued_by(line)
@@ -144,7 +151,14 @@ class LauncherCollector(DeathSigns):
             return
         self.exceptions.add(key)
         self._add(
-            "python.exception", value, line, rank=rank, host=host, type=exc_type, source=source
+            "python.exception",
+            value,
+            line,
+            rank=rank,
+            host=host,
+            type=exc_type,
+            source=source,
+            teardown=teardown,
         )
 
     def on_oom(self, line: Line) -> None:
@@ -501,6 +515,8 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     report.INDEX,
     report.FIELD,
     report.BORDER,
+    # a traceback's header, chain and the lines of a report Python goes on from (teardown.py)
+    Anchor(TEARDOWN_ANCHOR, L.on_traceback),
     Anchor(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit)(?::|[ \t]*$)", L.on_exception),
     Anchor(r"CUDA out of memory|CUDA error: out of memory", L.on_oom),
     Anchor(r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+", L.on_agent),

@@ -1,0 +1,96 @@
+"""Which Python report a traceback belongs to, while a log streams: one the process went on from?
+
+CPython prints some tracebacks and carries on, so their exception ends nothing:
+
+* `thread`: `Exception in thread <name>:` heads the traceback of a thread's uncaught exception
+  (`threading.excepthook`): that thread ends, the process does not.
+* `finalizer`: `Exception ignored in: <...>` heads the traceback of a `__del__` method or a
+  weakref callback (`sys.unraisablehook`), which cannot propagate; a frame `in __del__`, or
+  in multiprocessing's `_run_finalizers`, which catches a finalizer's exception and prints it
+  (`traceback.print_exc()`), shows the same inside the traceback.
+* `shutdown`: a frame in `atexit`'s `_run_exitfuncs`: the program's own code had returned.
+* `handled`: `Exception in user code:` and a dashed rule head the traceback: the idiom of the
+  `traceback` module's documentation for an `except` block that prints the exception and
+  goes on (`print("-" * 60)`, `traceback.print_exc()`), which libraries copy (visdom's client
+  prints it for every event it fails to send).
+
+`TeardownTracker` follows the anchor lines of a traceback (its header, the lines that head or
+frame such a report, a chained traceback's separator) and says, when the exception line that
+closes the traceback arrives, which of these it was (None: an ordinary traceback). A chained
+traceback (`During handling of the above exception ...`) belongs to the report it continues.
+"""
+
+from __future__ import annotations
+
+import re
+
+HEADER = re.compile(r"Traceback \(most recent call last\):")
+ANNOUNCED = (
+    ("thread", re.compile(r"^[ \t]*Exception in thread [^\n]*:[ \t]*$"), 1),
+    ("finalizer", re.compile(r"^[ \t]*Exception ignored in"), 1),
+    ("handled", re.compile(r"^[ \t]*Exception in user code:[ \t]*$"), 2),
+)
+"""Lines printed above the traceback of a report the process goes on from, and how many lines
+above its header at most (the user-code idiom prints a dashed rule between)."""
+FRAMES = (
+    ("finalizer", re.compile(r", in (?:__del__|_run_finalizers)[ \t]*$")),
+    ("shutdown", re.compile(r", in _run_exitfuncs[ \t]*$")),
+)
+"""Frames that show, inside a traceback, that Python reports and ignores its exception."""
+CHAIN = re.compile(
+    r"During handling of the above exception, another exception occurred:"
+    r"|The above exception was the direct cause of the following exception:"
+)
+ANCHOR = (
+    r"Exception in thread [^\n]*:|Exception ignored in|Exception in user code:"
+    r"|, in (?:__del__|_run_finalizers|_run_exitfuncs)|During handling of the above exception"
+    r"|The above exception was the direct cause|Traceback \(most recent call last\)"
+)
+"""The scan pattern of every line the tracker reads (line-safe)."""
+CHAIN_GAP = 2
+"""Lines a chained traceback's header may sit below its separator (a blank line between)."""
+
+
+class TeardownTracker:
+    """The teardown kind of the traceback being read (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.kind: str | None = None
+        self.announced: tuple[str, int | None, int] | None = None
+        self.chained_at: int | None = None
+        self.previous: str | None = None
+        """The kind of the last traceback closed (a chained one continues it)."""
+
+    def read(self, text: str, lineno: int | None) -> None:
+        """Read one anchor line (a header, an announcing line, a frame, a separator)."""
+        for kind, pattern, gap in ANNOUNCED:
+            if pattern.search(text):
+                self.announced = (kind, lineno, gap)
+                return
+        if CHAIN.search(text):
+            self.chained_at = lineno
+            return
+        if HEADER.search(text):
+            self.kind = self._opened(lineno)
+            self.announced = None
+            self.chained_at = None
+        for kind, pattern in FRAMES:
+            if pattern.search(text) and self.kind is None:
+                self.kind = kind
+
+    def _opened(self, lineno: int | None) -> str | None:
+        if lineno is None:
+            return None
+        if self.announced is not None:
+            kind, at, gap = self.announced
+            if at is not None and 0 < lineno - at <= gap:
+                return kind
+        if self.chained_at is not None and 0 < lineno - self.chained_at <= CHAIN_GAP:
+            return self.previous
+        return None
+
+    def close(self) -> str | None:
+        """An exception line closed the traceback: its teardown kind (None: ordinary)."""
+        kind, self.kind = self.kind, None
+        self.previous = kind
+        return kind
