@@ -34,6 +34,7 @@ class Gates:
 
     def __init__(self, gates: Sequence[bytes], *, backend: str = "auto") -> None:
         self._gates = tuple(gates)
+        self._bits = tuple(1 << row for row in range(len(self._gates)))
         self._python = tuple(re.compile(gate, re.MULTILINE) for gate in self._gates)
         self._database: Any = None
         if backend in ("auto", "hyperscan"):
@@ -45,13 +46,28 @@ class Gates:
     def lines(self, folded: bytes) -> dict[int, int]:
         """Line start offset -> bit mask of the rows whose gate matched on that line."""
         found: dict[int, int] = {}
-        rfind = folded.rfind
+        rfind, find, size = folded.rfind, folded.find, len(folded)
+        bits = self._bits
+        # The line of the last match and the rows it has so far: a line often holds several
+        # matches in a row (hyperscan reports each end of a repeat), which then cost no search.
+        first, last, rows = 0, -1, 0
 
         def mark(row: int, end: int) -> None:
-            # `end` is exclusive; a gate never ends on a newline, so the match's last
-            # character sits on the line that starts after the last newline before it.
-            start = rfind(b"\n", 0, max(end - 1, 0)) + 1
-            found[start] = found.get(start, 0) | (1 << row)
+            nonlocal first, last, rows
+            # `end` is exclusive; the character before it (a gate may end on the newline
+            # after a line, never on the one before) sits on the line that starts after the
+            # last newline before it, and that line runs to its own newline, included.
+            at = end - 1 if end > 0 else 0
+            if first <= at <= last:
+                rows |= bits[row]
+                return
+            if rows:
+                found[first] = found.get(first, 0) | rows
+            first = rfind(b"\n", 0, at) + 1
+            last = find(b"\n", first)
+            if last < 0:
+                last = size
+            rows = bits[row]
 
         if self._database is not None:
 
@@ -59,10 +75,12 @@ class Gates:
                 mark(row, end)
 
             self._database.scan(folded, match_event_handler=on_match)
-            return found
-        for row, pattern in enumerate(self._python):
-            for match in pattern.finditer(folded):
-                mark(row, match.end())
+        else:
+            for row, pattern in enumerate(self._python):
+                for match in pattern.finditer(folded):
+                    mark(row, match.end())
+        if rows:
+            found[first] = found.get(first, 0) | rows
         return found
 
 
@@ -92,22 +110,38 @@ def rows_of(mask: int, cache: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
 
 
 Apply = Callable[[str, tuple[int, ...]], str]
+Edit = tuple[int, int, str]
+"""(start, end, replacement): `text[start:end]` becomes `replacement`."""
 
 
-def redact_lines(text: str, lines: dict[int, int], apply: Apply) -> str:
-    """`text` with each gated line replaced by `apply(line, rows)`; other lines untouched."""
+def line_edits(text: str, lines: dict[int, int], apply: Apply) -> list[Edit]:
+    """The gated lines `apply(line, rows)` changes, as edits in text order."""
+    edits: list[Edit] = []
     if not lines:
-        return text
+        return edits
     cache: dict[int, tuple[int, ...]] = {}
-    pieces: list[str] = []
-    position = 0
     find = text.find
+    size = len(text)
     for start in sorted(lines):
         end = find("\n", start)
         if end < 0:
-            end = len(text)
+            end = size
+        line = text[start:end]
+        redacted = apply(line, rows_of(lines[start], cache))
+        if redacted != line:
+            edits.append((start, end, redacted))
+    return edits
+
+
+def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+    """`text` with each edit made (edits in text order, not overlapping)."""
+    if not edits:
+        return text
+    pieces: list[str] = []
+    position = 0
+    for start, end, replacement in edits:
         pieces.append(text[position:start])
-        pieces.append(apply(text[start:end], rows_of(lines[start], cache)))
+        pieces.append(replacement)
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
@@ -115,8 +149,8 @@ def redact_lines(text: str, lines: dict[int, int], apply: Apply) -> str:
 
 class Literals:
     """Every occurrence of a set of byte strings, overlapping ones included, with Hyperscan's
-    literal compiler; `None` from `build()` where Hyperscan is missing (the caller falls back
-    to one `re` alternation)."""
+    literal compiler; `None` from `build()` where Hyperscan is missing or refuses a token (the
+    caller falls back to one `re` alternation)."""
 
     def __init__(self, database: Any, tokens: Sequence[bytes]) -> None:
         self._database = database
@@ -129,13 +163,16 @@ class Literals:
         except ImportError:
             return None
         database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        database.compile(
-            expressions=list(tokens),
-            ids=list(range(len(tokens))),
-            elements=len(tokens),
-            flags=[0] * len(tokens),
-            literal=True,
-        )
+        try:
+            database.compile(
+                expressions=list(tokens),
+                ids=list(range(len(tokens))),
+                elements=len(tokens),
+                flags=[0] * len(tokens),
+                literal=True,
+            )
+        except hyperscan.error:
+            return None  # a name past its length limit (a 100 KB "host" in a hostile log)
         return cls(database, tokens)
 
     def spans(self, folded: bytes) -> list[tuple[int, int, int]]:

@@ -12,11 +12,12 @@ line with nothing personal costs a share of one multi-pattern pass (bench/redact
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from functools import partial
 
-from crashlens.redact.gates import Gates, Literals, fold, redact_lines
+from crashlens.redact.gates import Edit, Gates, Literals, apply_edits, fold, line_edits
 from crashlens.redact.patterns import (
     FILE_SUFFIX,
     KEEP_IPS,
@@ -32,11 +33,19 @@ from crashlens.redact.vocabulary import COMMON_WORDS, SYSTEM_USERS, is_public
 _PEM = REPLACEMENTS[0]
 """Private key blocks span lines: this row runs over the whole text, before the line rows."""
 _LINE_ROWS = REPLACEMENTS[1:]
+_SUBS = tuple(row.pattern.sub for row in _LINE_ROWS)
 _GATES: dict[str, Gates] = {}
 _HOSTLIST = re.compile(r"^(.*?)\[([\d,-]+)\](.*)$")
 _MAX_EXPANDED = 256
 _BIG = 64 * 1024
 """Texts this long look learned names up with Hyperscan (its set is compiled once per change)."""
+_MEMO_BUDGET = 64 * 1024 * 1024
+"""Roughly the bytes the memo of row results may hold; past it, texts are not remembered
+(a huge bundle's first logs are, and those are redacted first)."""
+_MEMO_ENTRY = 64
+"""What one memo entry or edit costs besides its characters (the tuple, the int objects)."""
+_DIGEST_FROM = 1024
+"""Texts this long are remembered by a SHA-256 digest rather than kept whole as the key."""
 _HOST_EDGE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-")
 """Characters that continue a host name: a learned host is replaced only between others."""
 _NAME_EDGE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
@@ -78,9 +87,21 @@ class Redactor:
         self._learned_tokens: list[bytes] = []
         self._learned_literals: Literals | None = None
         self._backend = backend
+        self._literals_built = False
+        """Whether `_learned_literals` was built for what is learned now (None: could not be)."""
         self._hosts_seen: dict[str, str | None] = {}
         """learn_host's answers: a host is seen on every line of a pdsh log."""
         self._gates = gates(backend)
+        self._memo: dict[str | bytes, tuple[Edit, ...]] = {}
+        """What the rows made of a text (its edits), by `_memo_key`: `collect` and
+        `analyze --redact` give every text to `learn()` and then to `text()`, and the second
+        time costs a digest. Exact: once a value has its pseudonym, the rows give a text the
+        same output every time (learning a value again changes nothing)."""
+        self._lines: dict[tuple[tuple[int, ...], str], str] = {}
+        """What the rows made of a line, by the rows its gates proposed and the line: a log
+        repeats lines (the same warning on every rank), and each costs a lookup after the
+        first. Exact for the same reason as the memo, and shares its budget."""
+        self._memo_left = _MEMO_BUDGET
         self._line_subs = tuple(partial(row.replace, self) for row in _LINE_ROWS)
         for host in known_hosts:
             self.learn_host(host)
@@ -175,6 +196,7 @@ class Redactor:
             self._learned[key] = (pseudonym, loose)
             self._learned_re = None
             self._learned_literals = None
+            self._literals_built = False
 
     def learn(self, text: str) -> None:
         """Learn the hosts, users, accounts and values `text` names, writing nothing."""
@@ -197,16 +219,40 @@ class Redactor:
         return self._known(self._rows(path), names=True)
 
     def _rows(self, text: str) -> str:
+        """`text` through every row: from the memo when this text went through them before."""
+        key = _memo_key(text)
+        edits = self._memo.get(key)
+        if edits is None:
+            edits = self._edits(text)
+            cost = _MEMO_ENTRY + (len(key) if isinstance(key, str) else 0)
+            cost += sum(_MEMO_ENTRY + len(replacement) for _, _, replacement in edits)
+            if self._memo_left >= cost:
+                self._memo[key] = edits
+                self._memo_left -= cost
+        return apply_edits(text, edits)
+
+    def _edits(self, text: str) -> tuple[Edit, ...]:
         folded = fold(text)
         if b"-----begin " in folded:
-            text = _PEM.pattern.sub(partial(_PEM.replace, self), text)
-            folded = fold(text)
-        return redact_lines(text, self._gates.lines(folded), self._apply)
+            unkeyed = _PEM.pattern.sub(partial(_PEM.replace, self), text)
+            if unkeyed != text:
+                found = line_edits(unkeyed, self._gates.lines(fold(unkeyed)), self._apply)
+                return ((0, len(text), apply_edits(unkeyed, found)),)
+        return tuple(line_edits(text, self._gates.lines(folded), self._apply))
 
     def _apply(self, line: str, rows: tuple[int, ...]) -> str:
+        key = (rows, line)
+        done = self._lines.get(key)
+        if done is not None:
+            return done
+        redacted = line
         for index in rows:
-            line = _LINE_ROWS[index].pattern.sub(self._line_subs[index], line)
-        return line
+            redacted = _SUBS[index](self._line_subs[index], redacted)
+        cost = _MEMO_ENTRY + len(line) + (len(redacted) if redacted is not line else 0)
+        if self._memo_left >= cost:
+            self._lines[key] = redacted
+            self._memo_left -= cost
+        return redacted
 
     def _known(self, text: str, *, names: bool) -> str:
         """Last: every host, user and account learned so far, wherever it stands."""
@@ -237,22 +283,47 @@ class Redactor:
     def _learned_spans(self, folded: bytes) -> Iterator[tuple[int, int, bytes]]:
         """Where learned names stand in `folded`, leftmost first, longest first at a place.
 
-        Big texts go through Hyperscan's literal matcher (built again only when something
-        new was learned); small ones, or without Hyperscan, through one `re` alternation."""
-        if len(folded) >= _BIG and self._backend != "python":
-            if self._learned_literals is None:
-                self._learned_tokens = list(self._learned)
-                self._learned_literals = Literals.build(self._learned_tokens)
-            if self._learned_literals is not None:
-                tokens = self._learned_tokens
-                for start, end, index in self._learned_literals.spans(folded):
+        Big texts get every occurrence (overlapping ones too, so a name that fails its edge
+        check leaves the shorter names at its place in play); small ones what one `re`
+        alternation of the names, longest first, finds (`re.finditer`). With Hyperscan both
+        come from its literal matcher (built again only when something new was learned): the
+        alternation's matches are the longest occurrence at each place past the previous one,
+        and compiling it for thousands of names took longer than redacting megabytes."""
+        literals = self._literals() if self._backend != "python" else None
+        if literals is not None:
+            tokens = self._learned_tokens
+            spans = literals.spans(folded)
+            if len(folded) >= _BIG:
+                for start, end, index in spans:
                     yield start, end, tokens[index]
                 return
+            resume = 0
+            for start, end, index in spans:
+                if start >= resume:  # spans come longest first at each start
+                    yield start, end, tokens[index]
+                    resume = end
+            return
         if self._learned_re is None:
             ordered = sorted(self._learned, key=len, reverse=True)
             self._learned_re = re.compile(b"|".join(re.escape(t) for t in ordered))
         for match in self._learned_re.finditer(folded):
             yield match.start(), match.end(), match.group(0)
+
+    def _literals(self) -> Literals | None:
+        """Hyperscan's matcher of the learned names; None without Hyperscan, or when it
+        refuses a name (one too long for it: the `re` alternation takes those)."""
+        if not self._literals_built:
+            self._learned_tokens = list(self._learned)
+            self._learned_literals = Literals.build(self._learned_tokens)
+            self._literals_built = True
+        return self._learned_literals
+
+
+def _memo_key(text: str) -> str | bytes:
+    """A short text is its own key; a long one its SHA-256 digest (never equal to a `str`)."""
+    if len(text) < _DIGEST_FROM:
+        return text
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 def _expand_hostlist(name: str) -> list[str]:
