@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,23 @@ def test_rules_new_refuses_a_bad_id_a_bad_category_and_overwriting(tmp_path: Pat
     RUNNER.invoke(app, ["rules", "new", "x-rule", "--category", "shm", "-o", str(tmp_path)])
     again = RUNNER.invoke(app, ["rules", "new", "x-rule", "--category", "shm", "-o", str(tmp_path)])
     assert again.exit_code == 2 and "not overwritten" in again.stderr
+
+
+def test_site_rule_files_carried_elsewhere_build_the_same_library(tmp_path: Path) -> None:
+    """What a Dask worker does with the files its driver read: the folder is not needed."""
+    import shutil
+
+    from crashlens.match.site import carried_library, carrying, read_site_files
+
+    folder = _site(tmp_path)
+    files = read_site_files([folder])
+    expected = [rule.id for rule in library([folder])]
+    shutil.rmtree(folder)
+    assert [rule.id for rule in carried_library(files)] == expected
+    assert files[0].source == str(folder / "filesystem-site-ckpt-fenced.toml")
+    with carrying(files) as rules:
+        assert library() is rules and "filesystem-site-ckpt-fenced" in {r.id for r in rules}
+    assert library() is shipped_rules()  # only while carried, and only in this thread
+    broken = (replace(files[0], text=files[0].text.replace("'root'", "'cause'")),)
+    with pytest.raises(PatternError, match="filesystem-site-ckpt-fenced.toml"):
+        carried_library(broken)

@@ -253,3 +253,32 @@ def test_workers_running_other_crashlens_code_are_refused(tmp_path: Path, cluste
                 list(engine.run(discover_jobs(root)))
         finally:
             client.run(pretend_code, LOADED_CODE)
+
+
+def test_site_rules_travel_to_workers_that_cannot_see_the_driver_s_folder(
+    tmp_path: Path, cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule folder is named relative to the driver's working directory, which the worker
+    processes do not share (as a worker on another machine does not see the driver's disk):
+    the rows must still be those of the local pool, the site rule deciding its job."""
+    from crashlens.match.site import RULES_ENV
+    from test_site_rules import SITE_LOG, SITE_RULE
+
+    monkeypatch.chdir(tmp_path)
+    folder = Path(f"site-rules-{tmp_path.name}")  # unique: the library is cached per folder
+    folder.mkdir()
+    (folder / "filesystem-site-ckpt-fenced.toml").write_text(SITE_RULE, encoding="utf-8")
+    monkeypatch.setenv(RULES_ENV, str(folder))
+    root = generated_archive(tmp_path / "archive", 6)
+    (root / "fenced").mkdir()
+    (root / "fenced" / "train.log").write_text(SITE_LOG, encoding="utf-8")
+    local = scan_archive(ScanOptions(root=root, out=tmp_path / "local", workers=2))
+    options = ScanOptions(
+        root=root, out=tmp_path / "dask", use_cache=False, engine=EngineChoice(dask=cluster)
+    )
+    outcome = scan_archive(options)
+    assert outcome.summary["engine"] == "dask"
+    assert _rows(outcome.rows) == _rows(local.rows)
+    (fenced,) = [row for row in outcome.rows if row.job.endswith("fenced")]
+    assert fenced.verdict == "filesystem"
+    assert "filesystem-site-ckpt-fenced" in fenced.rules

@@ -16,6 +16,11 @@ at a time, each the only task on the cluster, so a job whose worker dies then is
 kills workers: it becomes a row with a reason (two deaths, as in the local pool) and the scan
 goes on. Rows are deduplicated by job in the driver, so a result that arrives twice never
 doubles a row. `--job-timeout` is not enforced on Dask (a worker thread cannot be stopped).
+
+Site rules. The driver reads and validates its `--rules` / CRASHLENS_RULES folders once and
+sends the files' text with every batch (`match.site.SiteRuleFile`): a worker on another
+machine never sees the driver's folders, so it builds the same library from the text
+(`match.site.carrying`, in the task's thread only) and never reads folders of its own.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-import os
 import uuid
 from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
@@ -35,6 +39,7 @@ from crashlens.batch.engine import EngineChoice, EngineError
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.pool import batches, prepare
 from crashlens.batch.row import JobRow
+from crashlens.match.site import SiteRuleFile
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -49,45 +54,40 @@ MAX_ATTEMPTS_ALONE = 3
 """Tries of a job alone whose result the cluster lost (not a worker it killed)."""
 SLURM_HINT = "--dask-slurm needs dask-jobqueue: pip install 'crashlens[dask-slurm]'"
 
-_PREPARED: set[str] = set()
+_PREPARED: set[tuple[str, tuple[SiteRuleFile, ...]]] = set()
 LOADED_CODE = code_digest()
 """The crashlens source this process loaded (read at import): a worker started before an
 upgrade keeps running the old code even though the files on disk changed."""
 
+SiteFiles = tuple[SiteRuleFile, ...]
+"""The driver's site rule files, as they travel with each task."""
 
-def loaded_code(rules_env: str | None) -> str:
+
+def loaded_code(site: SiteFiles) -> str:
     """What decides a row besides the job, as this process loaded it: the crashlens source,
-    the rule library (with the driver's --rules folders) and the classifier. A worker reports
+    the rule library (with the driver's site rule files) and the classifier. A worker reports
     it to the driver's check."""
     from crashlens.batch.cache import rules_digest
     from crashlens.decide.classifier import shipped_model
-    from crashlens.match.site import library
+    from crashlens.match.site import carried_library
 
-    _use_rules_env(rules_env)
     loaded = shipped_model()
     text = loaded.to_json() if loaded is not None else "no model"
     model = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-    return f"{LOADED_CODE}/{rules_digest(library())}/{model}"
+    return f"{LOADED_CODE}/{rules_digest(carried_library(site))}/{model}"
 
 
-def _use_rules_env(rules_env: str | None) -> None:
-    from crashlens.match.site import RULES_ENV
+def analyze_batch(jobs: list[JobSpec], root: str, backend: str, site: SiteFiles) -> list[JobRow]:
+    """The task a Dask worker runs: rows for a batch of jobs, with the rule library the
+    driver's site rule files make (built once per worker process and set of files)."""
+    from crashlens.match.site import carrying
 
-    if rules_env is not None and os.environ.get(RULES_ENV) != rules_env:
-        os.environ[RULES_ENV] = rules_env  # --rules folders, as the driver was given them
-        _PREPARED.clear()
-
-
-def analyze_batch(
-    jobs: list[JobSpec], root: str, backend: str, rules_env: str | None
-) -> list[JobRow]:
-    """The task a Dask worker runs: rows for a batch of jobs (the rule library built once)."""
-    _use_rules_env(rules_env)
-    if backend not in _PREPARED:
-        prepare(backend)
-        _PREPARED.add(backend)
-    # Looked up on the module at each call, so a test can stand in a job that kills its worker.
-    return [job_module.analyze_job(job, root, backend) for job in jobs]
+    with carrying(site):
+        if (backend, site) not in _PREPARED:
+            prepare(backend)
+            _PREPARED.add((backend, site))
+        # Looked up on the module at each call, so a test can stand in a job that kills its worker.
+        return [job_module.analyze_job(job, root, backend) for job in jobs]
 
 
 def _crashed(job: JobSpec, detail: str) -> JobRow:
@@ -186,8 +186,8 @@ class DaskEngine:
         except TimeoutError as error:
             raise EngineError(f"the Dask cluster has no worker ({error})") from error
         self.workers = sum(client.nthreads().values())
-        rules_env = _rules_env()
-        _check_code(client, rules_env)
+        site = _site_files()
+        _check_code(client, site)
         limit = max(1, self.workers) * IN_FLIGHT_PER_THREAD
         tasks = batches(jobs)
         inflight: dict[Any, list[JobSpec]] = {}
@@ -200,7 +200,7 @@ class DaskEngine:
                 batch = next(tasks, None)
                 if batch is None:
                     return
-                future = self._submit(client, batch, rules_env)
+                future = self._submit(client, batch, site)
                 inflight[future] = batch
                 pending.add(future)
 
@@ -225,25 +225,25 @@ class DaskEngine:
                 fill()
             for job in suspects:
                 if job.rel not in done:
-                    yield from fresh([self._alone(client, job, rules_env)])
+                    yield from fresh([self._alone(client, job, site)])
         finally:
             for future in inflight:
                 future.cancel()
 
-    def _submit(self, client: Client, jobs: list[JobSpec], rules_env: str | None) -> Any:
+    def _submit(self, client: Client, jobs: list[JobSpec], site: SiteFiles) -> Any:
         key = f"crashlens-batch-{uuid.uuid4().hex}"
         return client.submit(
-            analyze_batch, jobs, self.root, self.backend, rules_env, key=key, pure=False
+            analyze_batch, jobs, self.root, self.backend, site, key=key, pure=False
         )
 
-    def _alone(self, client: Client, job: JobSpec, rules_env: str | None) -> JobRow:
+    def _alone(self, client: Client, job: JobSpec, site: SiteFiles) -> JobRow:
         """A job whose batch failed, as the only task on the cluster: if its worker dies
         now, the job killed it (a second time)."""
         from distributed import KilledWorker
 
         self.retried += 1
         for attempt in range(1, MAX_ATTEMPTS_ALONE + 1):
-            future = self._submit(client, [job], rules_env)
+            future = self._submit(client, [job], site)
             try:
                 rows: list[JobRow] = future.result()
                 return rows[0]
@@ -255,12 +255,12 @@ class DaskEngine:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _check_code(client: Client, rules_env: str | None) -> None:
+def _check_code(client: Client, site: SiteFiles) -> None:
     """Refuse workers whose crashlens differs from the driver's: their rows would differ
     while the cache (owned by the driver) records the driver's code."""
     # A worker of another version may not even have this function: that is an answer too.
-    here = loaded_code(rules_env)
-    answers = client.run(loaded_code, rules_env, on_error="return")
+    here = loaded_code(site)
+    answers = client.run(loaded_code, site, on_error="return")
     stale = sorted(address for address, digest in answers.items() if digest != here)
     if stale:
         raise EngineError(
@@ -270,7 +270,8 @@ def _check_code(client: Client, rules_env: str | None) -> None:
         )
 
 
-def _rules_env() -> str | None:
-    from crashlens.match.site import RULES_ENV
+def _site_files() -> SiteFiles:
+    """The driver's site rule files (its CRASHLENS_RULES, which `scan --rules` extends)."""
+    from crashlens.match.site import site_files
 
-    return os.environ.get(RULES_ENV)
+    return site_files()

@@ -12,14 +12,22 @@ does. The shipped classifier was trained on the shipped library, so it has no fe
 site rule's id; it re-weighs the categories from their scores, and a failure the rules saw is
 never talked away as `none` (`decide/rerank.py`). `tests/test_site_rules.py` checks that a
 site rule alone decides a job the shipped rules leave `unknown`.
+
+Site rules travel as text. A process that analyzes for another one (a Dask worker of `scan
+--dask`, on a machine that does not see the driver's folders) gets the files the driver read
+and validated (`SiteRuleFile`: the driver's path, the category folder, the TOML text) and
+builds the same library from them (`carried_library`; `carrying` makes `library()` answer
+with it in the current thread while a task runs), never reading folders of its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -69,35 +77,68 @@ def rule_files(directory: Path) -> list[tuple[Path, str | None]]:
     return flat + nested
 
 
-def _table(path: Path) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class SiteRuleFile:
+    """One site rule file as read on the machine that was given the folders."""
+
+    source: str
+    """Its path there: what errors and `rules show` name."""
+    folder: str | None
+    """The category folder it must match; None in a flat folder."""
+    text: str
+
+
+def read_site_files(directories: Sequence[Path]) -> tuple[SiteRuleFile, ...]:
+    """The rule files of `directories`, read (each as UTF-8 text), in the loading order."""
+    return tuple(
+        SiteRuleFile(str(path), folder, _text(path))
+        for directory in directories
+        for path, folder in rule_files(directory)
+    )
+
+
+def _text(path: Path) -> str:
     try:
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
+        return path.read_bytes().decode("utf-8")
     except OSError as error:
         raise PatternError(str(path), f"cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
         raise PatternError(str(path), f"not UTF-8: {error}") from None
+
+
+def _table(source: str, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise PatternError(str(path), f"not valid TOML: {error}") from None
+        raise PatternError(source, f"not valid TOML: {error}") from None
 
 
 def load_site_rules(
     directories: Sequence[Path], shipped: Sequence[Rule] | None = None
 ) -> tuple[Rule, ...]:
     """Load and validate the rules of `directories`, sorted by id; ids must be new."""
+    return rules_of_files(read_site_files(directories), shipped)
+
+
+def rules_of_files(
+    files: Sequence[SiteRuleFile], shipped: Sequence[Rule] | None = None
+) -> tuple[Rule, ...]:
+    """Validate site rule files already read, sorted by id; ids must be new."""
     shipped = shipped_rules() if shipped is None else shipped
     remedies = load_remedies(default_pattern_dir())
     seen = {rule.id: rule.source for rule in shipped}
     shipped_ids = frozenset(seen)
     loaded: list[Rule] = []
-    for directory in directories:
-        for path, folder in rule_files(directory):
-            rule = parse_rule(_table(path), str(path), folder, remedies=remedies)
-            if rule.id in seen:
-                which = "a shipped rule" if rule.id in shipped_ids else "a site rule"
-                message = f"id {rule.id!r} is already {which} ({seen[rule.id]})"
-                raise PatternError(str(path), message)
-            seen[rule.id] = str(path)
-            loaded.append(rule)
+    for item in files:
+        rule = parse_rule(
+            _table(item.source, item.text), item.source, item.folder, remedies=remedies
+        )
+        if rule.id in seen:
+            which = "a shipped rule" if rule.id in shipped_ids else "a site rule"
+            message = f"id {rule.id!r} is already {which} ({seen[rule.id]})"
+            raise PatternError(item.source, message)
+        seen[rule.id] = item.source
+        loaded.append(rule)
     everything = [*shipped, *loaded]
     check_references(_named(loaded), {rule.id: rule.role for rule in everything})
     return tuple(sorted(loaded, key=lambda r: r.id))
@@ -112,20 +153,62 @@ def _named(rules: Iterable[Rule]) -> Iterable[tuple[str, str, frozenset[str]]]:
 
 
 @cache
+def _files(directories: tuple[Path, ...]) -> tuple[SiteRuleFile, ...]:
+    return read_site_files(directories)
+
+
 def _library(directories: tuple[Path, ...]) -> tuple[Rule, ...]:
-    shipped = shipped_rules()
     if not directories:
-        return shipped  # the same tuple: the matcher and index caches key on its identity
-    site = load_site_rules(directories, shipped)
+        return shipped_rules()  # the same tuple: the matcher and index caches key on its identity
+    return carried_library(_files(directories))
+
+
+@cache
+def carried_library(files: tuple[SiteRuleFile, ...]) -> tuple[Rule, ...]:
+    """The shipped library plus site rule files read elsewhere (once per set of files)."""
+    shipped = shipped_rules()
+    if not files:
+        return shipped
+    site = rules_of_files(files, shipped)
     return tuple(sorted((*shipped, *site), key=lambda r: r.id))
 
 
+_CARRIED: ContextVar[tuple[SiteRuleFile, ...] | None] = ContextVar("crashlens_site_rules")
+"""Site rule files a task brought along; None: the folders of this machine decide."""
+
+
+@contextlib.contextmanager
+def carrying(files: tuple[SiteRuleFile, ...]) -> Iterator[tuple[Rule, ...]]:
+    """While inside, `library()` in this thread (or task) is `carried_library(files)`."""
+    rules = carried_library(files)
+    token = _CARRIED.set(files)
+    try:
+        yield rules
+    finally:
+        _CARRIED.reset(token)
+
+
 def library(extra: Iterable[str | Path] = ()) -> tuple[Rule, ...]:
-    """The rules to analyze with: the shipped library plus the site folders (once per set).
+    """The rules to analyze with: the shipped library plus the site folders (once per set),
+    or the site rule files a task carries here (`carrying`).
 
     With no site folder this is `shipped_rules()` itself.
     """
+    carried = _CARRIED.get(None)
+    if carried is not None:
+        return carried_library(carried)
     return _library(site_dirs(extra))
+
+
+def site_files(extra: Iterable[str | Path] = ()) -> tuple[SiteRuleFile, ...]:
+    """The site rule files this process analyzes with, to send along to another one: those
+    it carries, else those of its folders (validated first, so an error stops it here)."""
+    carried = _CARRIED.get(None)
+    if carried is not None:
+        return carried
+    directories = site_dirs(extra)
+    carried_library(_files(directories))
+    return _files(directories)
 
 
 @dataclass(frozen=True, slots=True)
