@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from functools import partial
 
-from crashlens.redact.gates import Edit, Gates, Literals, apply_edits, fold, line_edits
+from crashlens.redact.gates import Edit, Gates, Literals, apply_edits, fold, rows_of
 from crashlens.redact.patterns import (
     FILE_SUFFIX,
     KEEP_IPS,
@@ -42,6 +42,8 @@ _BIG = 64 * 1024
 _MEMO_BUDGET = 64 * 1024 * 1024
 """Roughly the bytes the memo of row results may hold; past it, texts are not remembered
 (a huge bundle's first logs are, and those are redacted first)."""
+_MAX_MASKS = 4096
+"""Masks of rows remembered with their row indices; past this, forgotten and found again."""
 _MEMO_ENTRY = 64
 """What one memo entry or edit costs besides its characters (the tuple, the int objects)."""
 _DIGEST_FROM = 1024
@@ -97,11 +99,13 @@ class Redactor:
         `analyze --redact` give every text to `learn()` and then to `text()`, and the second
         time costs a digest. Exact: once a value has its pseudonym, the rows give a text the
         same output every time (learning a value again changes nothing)."""
-        self._lines: dict[tuple[tuple[int, ...], str], str] = {}
+        self._lines: dict[tuple[int, str], str] = {}
         """What the rows made of a line, by the rows its gates proposed and the line: a log
         repeats lines (the same warning on every rank), and each costs a lookup after the
         first. Exact for the same reason as the memo, and shares its budget."""
         self._memo_left = _MEMO_BUDGET
+        self._rows_cache: dict[int, tuple[int, ...]] = {}
+        """Row indices of each mask of rows seen (few masks recur)."""
         self._line_subs = tuple(partial(row.replace, self) for row in _LINE_ROWS)
         for host in known_hosts:
             self.learn_host(host)
@@ -201,7 +205,7 @@ class Redactor:
     def learn(self, text: str) -> None:
         """Learn the hosts, users, accounts and values `text` names, writing nothing."""
         if text:
-            self._rows(text)
+            self._remembered(text)
 
     # --- redaction ---------------------------------------------------------------------------
 
@@ -219,7 +223,12 @@ class Redactor:
         return self._known(self._rows(path), names=True)
 
     def _rows(self, text: str) -> str:
-        """`text` through every row: from the memo when this text went through them before."""
+        """`text` through every row."""
+        return apply_edits(text, self._remembered(text))
+
+    def _remembered(self, text: str) -> tuple[Edit, ...]:
+        """What the rows make of `text`: from the memo when this text went through them
+        before, else found now (and remembered while the budget lasts)."""
         key = _memo_key(text)
         edits = self._memo.get(key)
         if edits is None:
@@ -229,30 +238,44 @@ class Redactor:
             if self._memo_left >= cost:
                 self._memo[key] = edits
                 self._memo_left -= cost
-        return apply_edits(text, edits)
+        return edits
 
     def _edits(self, text: str) -> tuple[Edit, ...]:
         folded = fold(text)
         if b"-----begin " in folded:
             unkeyed = _PEM.pattern.sub(partial(_PEM.replace, self), text)
             if unkeyed != text:
-                found = line_edits(unkeyed, self._gates.lines(fold(unkeyed)), self._apply)
+                found = self._line_edits(unkeyed, self._gates.lines(fold(unkeyed)))
                 return ((0, len(text), apply_edits(unkeyed, found)),)
-        return tuple(line_edits(text, self._gates.lines(folded), self._apply))
+        return tuple(self._line_edits(text, self._gates.lines(folded)))
 
-    def _apply(self, line: str, rows: tuple[int, ...]) -> str:
-        key = (rows, line)
-        done = self._lines.get(key)
-        if done is not None:
-            return done
-        redacted = line
-        for index in rows:
-            redacted = _SUBS[index](self._line_subs[index], redacted)
-        cost = _MEMO_ENTRY + len(line) + (len(redacted) if redacted is not line else 0)
-        if self._memo_left >= cost:
-            self._lines[key] = redacted
-            self._memo_left -= cost
-        return redacted
+    def _line_edits(self, text: str, lines: dict[int, int]) -> list[Edit]:
+        """Each gated line through the rows its gates proposed, in table order: the lines
+        that changed, as edits. One loop (this runs for every gated line of every log)."""
+        edits: list[Edit] = []
+        find, size = text.find, len(text)
+        done, line_subs, rows_cache = self._lines, self._line_subs, self._rows_cache
+        if len(rows_cache) > _MAX_MASKS:
+            rows_cache.clear()
+        for start in sorted(lines):
+            mask = lines[start]
+            end = find("\n", start)
+            if end < 0:
+                end = size
+            line = text[start:end]
+            key = (mask, line)
+            redacted = done.get(key)
+            if redacted is None:
+                redacted = line
+                for index in rows_of(mask, rows_cache):
+                    redacted = _SUBS[index](line_subs[index], redacted)
+                cost = _MEMO_ENTRY + len(line) + (len(redacted) if redacted is not line else 0)
+                if self._memo_left >= cost:
+                    done[key] = redacted
+                    self._memo_left -= cost
+            if redacted != line:
+                edits.append((start, end, redacted))
+        return edits
 
     def _known(self, text: str, *, names: bool) -> str:
         """Last: every host, user and account learned so far, wherever it stands."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from crashlens.redact import patterns as p
+from crashlens.redact.gates import Gate, Run
 from crashlens.redact.vocabulary import CODE_TLDS, TLDS, TOOLS, is_public
 
 if TYPE_CHECKING:
@@ -40,10 +41,11 @@ class Replacement:
     """The pseudonym kind the row writes (a `user:password` row writes a user and a secret)."""
     pattern: re.Pattern[str]
     replace: Replace
-    gate: bytes
+    gate: Gate
     """A regex over the text folded to lower-case Latin-1 bytes that matches, on the same line,
     wherever `pattern` can (a superset, without lookarounds or back-references so Hyperscan
-    takes it): lines it does not match are never given to `pattern` (see `redact.gates`)."""
+    takes it), or a `Run` of characters: lines it does not match are never given to `pattern`
+    (see `redact.gates`)."""
 
 
 # --- values --------------------------------------------------------------------------------
@@ -429,6 +431,15 @@ def _fqdn(redactor: Redactor, match: re.Match[str]) -> str:
 
 
 _TLD_GATE = "|".join(TLDS).encode()
+_SECRET_NAME_END = (
+    rb"(?:pass(?:word|wd|phrase)|pwd|secret|token|"
+    rb"(?:api|access|secret|private|account|signing)[_-]?key(?:[_-]?id)?|credentials?|auth|"
+    rb"signature|webhook(?:[_-]?url)?|dsn|world_info)"
+)
+"""How every name of `patterns._SECRET_NAME` ends (its last word): a bare `key` is none
+(`key="auoms"` in audit records, `"SandboxKey":` in docker inspect), `api_key` is."""
+_BASE64 = b"abcdefghijklmnopqrstuvwxyz0123456789+/"
+"""HIGH_ENTROPY's characters as the folded text has them: its gate is a run of 40."""
 
 REPLACEMENTS: Final = (
     Replacement("secret", p.PEM, _pem, rb"-----begin "),
@@ -458,17 +469,15 @@ REPLACEMENTS: Final = (
         "secret",
         p.KEY_VALUE,
         _key_value,
-        rb"(?:pass(?:word|wd|phrase)|pwd|secret|token|key|key[_-]?id|credentials?|auth|signature|"
-        rb"webhook(?:[_-]?url)?|dsn|world_info)(?:[\"']?\s*[=:]|\\+\"\s*:)",
+        _SECRET_NAME_END + rb"(?:[\"']?\s*[=:]|\\+\"\s*:)",
     ),
     Replacement(
         "secret",
         p.CLI_FLAG,
         _cli_flag,
-        rb"(?:pass(?:word|wd|phrase)|pwd|secret|token|key|key[_-]?id|credentials?|auth|"
-        rb"signature|webhook(?:[_-]?url)?|dsn|world_info)(?:=|\s)",
+        _SECRET_NAME_END + rb"(?:=|\s)",
     ),
-    Replacement("secret", p.HIGH_ENTROPY, _entropy, rb"[a-z0-9+/]{40}(?:[^a-z0-9+/]|$)"),
+    Replacement("secret", p.HIGH_ENTROPY, _entropy, Run(_BASE64, 40)),
     Replacement("email", p.EMAIL, _email, rb"@[a-z0-9-]+\."),
     Replacement(
         "user",

@@ -37,7 +37,18 @@ CODE_TLDS: Final = frozenset(_LISTS["code_tlds"])
 """Last labels that are also Python attribute names (`threading.local`)."""
 
 
+_PUBLIC_SET: Final = frozenset(PUBLIC_DOMAINS)
+
+
 def is_public(domain: str) -> bool:
     """Whether `domain` is one of PUBLIC_DOMAINS or a name under one."""
     lower = domain.lower().rstrip(".")
-    return any(lower == d or lower.endswith("." + d) for d in PUBLIC_DOMAINS)
+    if lower in _PUBLIC_SET:
+        return True
+    # every name `lower` ends with after a dot (a set lookup each: hosts are checked often)
+    dot = lower.find(".")
+    while dot >= 0:
+        if lower[dot + 1 :] in _PUBLIC_SET:
+            return True
+        dot = lower.find(".", dot + 1)
+    return False
