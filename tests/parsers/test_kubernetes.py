@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from crashlens.model import Fact
@@ -9,6 +11,7 @@ from crashlens.parsers.base import safe_sniff
 from crashlens.parsers.kubernetes.common import eviction_resource, quantity_bytes
 from crashlens.parsers.kubernetes.describe import KubectlTextParser
 from crashlens.parsers.kubernetes.objects import KubectlJsonParser
+from test_k8s_scheduling import PENDING_DESCRIBE
 
 from conftest import SAMPLES, sample_text
 
@@ -157,3 +160,76 @@ def test_truncated_and_garbage_give_fewer_facts_never_an_error(parser) -> None:
         assert len(cut) <= len(whole)
     for garbage in ("", "{", "apiVersion: v1\nkind: Pod\nstatus: [", "\x00\xff" * 100, "Name:"):
         assert isinstance(parser.parse(garbage, "x").facts, tuple)
+
+
+def _blockers(facts: list[Fact]) -> list[tuple[object, ...]]:
+    return [
+        (f.value, f.attr("pod"), f.attr("kind"), f.attr("nodes"), f.attr("total"))
+        for f in facts
+        if f.key == "k8s.unschedulable"
+    ]
+
+
+def test_get_events_names_what_kept_a_pod_unscheduled() -> None:
+    """trainer-1 was never placed (trainer-0 was: its Scheduled event); each reason of the
+    scheduler's message is a fact with the nodes it ruled out."""
+    facts = _facts(TEXT, "kubectl_text/get_events_failed_scheduling_evicted_REPRO.txt")
+    assert _blockers(facts) == [
+        ("Insufficient nvidia.com/gpu", "trainer-1", "resource", 3, 8),
+        (
+            "had untolerated taint {node.kubernetes.io/memory-pressure: }",
+            "trainer-1",
+            "taint",
+            5,
+            8,
+        ),
+    ]
+    first = next(f for f in facts if f.key == "k8s.unschedulable")
+    assert first.lineno == 6 and "FailedScheduling" in first.text
+
+
+def test_describe_of_a_pending_pod() -> None:
+    facts = list(TEXT.parse(PENDING_DESCRIBE, "describe.txt").facts)
+    assert [(value, kind, nodes) for value, _, kind, nodes, _ in _blockers(facts)] == [
+        ("Insufficient nvidia.com/gpu", "resource", 4),
+        ("didn't match Pod's node affinity/selector", "affinity", 6),
+        ("had untolerated taint {node.kubernetes.io/unreachable: }", "taint", 2),
+    ]
+    # the same pod once placed on a node: the earlier FailedScheduling is history
+    placed = PENDING_DESCRIBE.replace("Node:             <none>", "Node:  gpu-07/10.0.0.7")
+    assert _blockers(list(TEXT.parse(placed, "describe.txt").facts)) == []
+
+
+def test_pod_json_pending_unschedulable() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "trainer-1"},
+        "spec": {"containers": [{"name": "trainer"}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available: 1 node(s) had taint "
+                    "{node-role.kubernetes.io/master: }, that the pod didn't tolerate, "
+                    "2 Insufficient nvidia.com/gpu.",
+                }
+            ],
+        },
+    }
+    text = json.dumps(pod, indent=4)
+    facts = list(JSON.parse(text, "pod.json").facts)
+    assert _blockers(facts) == [
+        (
+            "had taint {node-role.kubernetes.io/master: }, that the pod didn't tolerate",
+            "trainer-1",
+            "taint",
+            1,
+            3,
+        ),
+        ("Insufficient nvidia.com/gpu", "trainer-1", "resource", 2, 3),
+    ]
+    assert "0/3 nodes are available" in next(f.text for f in facts if f.key == "k8s.unschedulable")

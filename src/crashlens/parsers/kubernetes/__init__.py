@@ -20,6 +20,11 @@ Facts (each with its line number where the parser can find it, and the line as t
   `DeletionByPodGC`); attrs pod, message.
 * `k8s.event`: str an event's reason (`OOMKilling`, `Evicted`, `FailedScheduling`, `BackOff`,
   `Killing`, `Preempting`, ...); attrs type (`Normal` / `Warning`), object, count, message.
+* `k8s.unschedulable`: str one reason the scheduler gives for not placing a pod that the same
+  input never shows scheduled (a `FailedScheduling` event, a `PodScheduled` condition that is
+  `False`): `Insufficient nvidia.com/gpu`, `didn't match Pod's node affinity/selector`, `had
+  untolerated taint {...}`; attrs pod, kind (`resource`, `affinity`, `taint`, `volume`,
+  `other`), nodes (how many it ruled out), total (nodes in the cluster), message.
 * `k8s.node`: str the node a pod ran on; attrs pod.
 * `k8s.phase`: str a pod's phase (`Running`, `Succeeded`, `Failed`, `Pending`); attrs pod.
 * `k8s.restart_count`: int a container's restart count; attrs pod, container.

@@ -81,3 +81,100 @@ class FactSink:
             return
         self.seen.add(mark)
         self.facts.append(fact(key, value, self.path, lineno, text=text, **attrs))
+
+
+_AVAILABLE_RE = re.compile(r"([0-9]{1,7})/([0-9]{1,7}) nodes are available: ")
+_COUNTED_RE = re.compile(r"([0-9]{1,7}) (.+)")
+MAX_MESSAGE = 4000
+"""Characters of a scheduler message read (a cluster of thousands of nodes says no more)."""
+UNSCHEDULABLE = "k8s.unschedulable"
+
+
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    """One reason the scheduler gives for nodes that cannot take a pod."""
+
+    text: str
+    """As the scheduler words it, without the node count (`Insufficient nvidia.com/gpu`)."""
+    kind: str
+    """`resource`, `affinity`, `taint`, `volume` or `other`."""
+    nodes: int | None
+    """How many nodes it rules out."""
+
+
+def _blocker_kind(text: str) -> str:
+    lowered = text.lower()
+    if lowered.startswith("insufficient "):
+        return "resource"
+    if "taint" in lowered:
+        return "taint"
+    if "affinity" in lowered or "selector" in lowered:
+        return "affinity"
+    if "volume" in lowered or "persistentvolumeclaim" in lowered:
+        return "volume"
+    return "other"
+
+
+def scheduling_blockers(message: str) -> tuple[int | None, list[Blocker]]:
+    """(nodes in the cluster, blockers) of a FailedScheduling message: `0/12 nodes are
+    available: 4 Insufficient nvidia.com/gpu, 6 node(s) didn't match Pod's node
+    affinity/selector. preemption: ...`; a message of another shape is one blocker."""
+    text = message[:MAX_MESSAGE].strip()
+    found = _AVAILABLE_RE.search(text)
+    if found is None:
+        return None, [Blocker(text[:200], _blocker_kind(text), None)] if text else []
+    reasons = text[found.end() :].split(" preemption:", 1)[0].strip().rstrip(".")
+    blockers = []
+    # `, ` before a count starts the next reason; an old taint reads `..., that the pod
+    # didn't tolerate` (no count), which stays in its reason.
+    for part in re.split(r", (?=[0-9]{1,7} )", reasons):
+        counted = _COUNTED_RE.fullmatch(part.strip())
+        words = (counted.group(2) if counted else part).strip().rstrip(".")
+        words = words.removeprefix("node(s) ")
+        if words:
+            nodes = int(counted.group(1)) if counted else None
+            blockers.append(Blocker(words[:200], _blocker_kind(words), nodes))
+    return int(found.group(2)), blockers
+
+
+def add_unschedulable(
+    sink: FactSink, pod: str | None, message: str, lineno: int | None, text: str | None
+) -> None:
+    """One `k8s.unschedulable` fact per blocker of a pod the scheduler could not place."""
+    total, blockers = scheduling_blockers(message)
+    for blocker in blockers:
+        sink.add(
+            UNSCHEDULABLE,
+            blocker.text,
+            lineno,
+            text,
+            pod=pod,
+            kind=blocker.kind,
+            nodes=blocker.nodes,
+            total=total,
+            message=message[:MAX_MESSAGE],
+        )
+
+
+def add_never_scheduled(sink: FactSink) -> None:
+    """`k8s.unschedulable` facts for the FailedScheduling events of pods that the input never
+    shows scheduled (no `Scheduled` event, no node): a pod placed later did start."""
+    scheduled = {str(f.attr("pod")) for f in sink.facts if f.key == "k8s.node"}
+    scheduled |= {
+        _pod_of(f.attr("object"))
+        for f in sink.facts
+        if f.key == "k8s.event" and f.value == "Scheduled"
+    }
+    for item in list(sink.facts):
+        if item.key != "k8s.event" or item.value != "FailedScheduling":
+            continue
+        pod = _pod_of(item.attr("object"))
+        message = item.attr("message")
+        if pod not in scheduled and isinstance(message, str):
+            add_unschedulable(sink, pod or None, message, item.lineno, item.text)
+
+
+def _pod_of(value: FactValue | None) -> str:
+    """The pod an event is about: `pod/x` (kubectl's table), `Pod/x` (its JSON), or `x`."""
+    text = str(value or "")
+    return text[4:] if text[:4].lower() == "pod/" else text

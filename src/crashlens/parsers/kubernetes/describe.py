@@ -18,7 +18,12 @@ import re
 
 from crashlens.model import InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line
-from crashlens.parsers.kubernetes.common import FactSink, eviction_resource, quantity_bytes
+from crashlens.parsers.kubernetes.common import (
+    FactSink,
+    add_never_scheduled,
+    eviction_resource,
+    quantity_bytes,
+)
 
 _ROW_RE = re.compile(r"^( *)([A-Z][A-Za-z ]*[a-z]|[a-z][a-z0-9.-/]*):[ \t]*(.*?)[ \t]*$")
 _CONTAINER_RE = re.compile(r"^  ([a-z0-9][a-z0-9-.]*):[ \t]*$")
@@ -253,4 +258,5 @@ class KubectlTextParser(DocumentParser):
         reader = _Describe(path)
         for lineno, raw in enumerate(text.split("\n"), start=1):
             reader.feed(lineno, clean_line(raw))
+        add_never_scheduled(reader.sink)
         return DocumentResult(facts=tuple(reader.sink.facts))

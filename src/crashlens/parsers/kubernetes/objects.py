@@ -18,7 +18,13 @@ from typing import Any
 
 from crashlens.model import InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult
-from crashlens.parsers.kubernetes.common import FactSink, eviction_resource, quantity_bytes
+from crashlens.parsers.kubernetes.common import (
+    FactSink,
+    add_never_scheduled,
+    add_unschedulable,
+    eviction_resource,
+    quantity_bytes,
+)
 from crashlens.text.mini_yaml import YamlNode, read_yaml
 from crashlens.text.tolerant_json import json_start, read_first_value
 
@@ -157,6 +163,10 @@ class _Reader:
             if cond.get("type") == "DisruptionTarget" and (why := _str(cond.get("reason"))):
                 msg = _str(cond.get("message"))
                 self.add("k8s.disruption", why, why, after, pod=pod, message=msg)
+            unplaced = cond.get("type") == "PodScheduled" and str(cond.get("status")) == "False"
+            if unplaced and not spec.get("nodeName") and (msg := _str(cond.get("message"))):
+                lineno = self.lines.find(msg[:60], after)
+                add_unschedulable(self.sink, pod, msg, lineno, self.lines.text(lineno) or msg)
         for container in _list(spec.get("containers")) + _list(spec.get("initContainers")):
             self.resources(_dict(container), pod, after)
         statuses = _list(status.get("containerStatuses")) + _list(
@@ -345,4 +355,5 @@ class KubectlJsonParser(DocumentParser):
         reader = _Reader(text, path)
         for item in objects_of(value):
             reader.read(item)
+        add_never_scheduled(reader.sink)
         return DocumentResult(facts=tuple(reader.sink.facts))
