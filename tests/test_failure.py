@@ -292,3 +292,59 @@ def test_the_first_failure_belongs_to_the_failure(tmp_path: Path) -> None:
     assert found.verdict is Verdict.SHM
     assert found.first_failure is not None
     assert found.first_failure.line == 41  # the Bus error, not the connect retry at line 1
+
+
+# --- endings the trainers print, teardown crashes (issue 13) --------------------------------
+
+TRAINER_FINISHES = {
+    "DeepSpeech": "I FINISHED optimization in 1:02:03.123456\n",
+    "Ultralytics": "\n100 epochs completed in 2.417 hours.\n",
+    "fairseq": "2024-01-02 10:00:00 | INFO | fairseq_cli.train | done training in 5123.4 seconds\n",
+    "detectron2": (
+        "[d2.utils.events]: Overall training speed: 89998 iterations in 7:41:02 (0.3 s / it)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRAINER_FINISHES))
+def test_a_trainers_last_line_then_a_crash_at_exit(tmp_path: Path, name: str) -> None:
+    text = "epoch 3 loss 0.12\n" + TRAINER_FINISHES[name] + "Segmentation fault (core dumped)\n"
+    found = assessed(tmp_path, {"train.log": text})
+    assert found.ending is Ending.COMPLETED
+    assert any("teardown" in line for line in found.harmless)
+
+
+def test_a_crash_after_a_finalizer_found_its_modules_torn_down(tmp_path: Path) -> None:
+    text = (
+        "episode 500 reward 12.0\n"
+        "Exception ignored in: <function Renderer.__del__ at 0x7f21a0c3e8b0>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/sim/render.py", line 210, in __del__\n'
+        "AttributeError: 'NoneType' object has no attribute 'disconnect'\n"
+        "Segmentation fault (core dumped)\n"
+    )
+    assert assessed(tmp_path, {"train.log": text}).ending is Ending.COMPLETED
+
+
+def test_a_crash_before_the_interpreter_exits_still_fails(tmp_path: Path) -> None:
+    text = (
+        "episode 500 reward 12.0\n"
+        "Segmentation fault (core dumped)\n"
+        "Exception ignored in: <function Renderer.__del__ at 0x7f21a0c3e8b0>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/sim/render.py", line 210, in __del__\n'
+        "AttributeError: 'NoneType' object has no attribute 'disconnect'\n"
+    )
+    assert assessed(tmp_path, {"train.log": text}).ending is Ending.DIED
+
+
+def test_a_finalizers_ordinary_error_is_no_exit(tmp_path: Path) -> None:
+    text = (
+        "Exception ignored in: <function Pool.__del__ at 0x7f21a0c3e8b0>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/pool.py", line 40, in __del__\n'
+        "ValueError: pool not running\n"
+        "step 200 loss 0.4\n"
+        "Segmentation fault (core dumped)\n"
+    )
+    assert assessed(tmp_path, {"train.log": text}).ending is Ending.DIED

@@ -367,3 +367,36 @@ def test_tail_of_nothing() -> None:
     tail = Tail()
     list(tail.watch([]))
     assert tail.lines(PLAIN, "x") == ()
+
+
+# --- training progress ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Epoch 3/100",
+        "[Epoch 12] train acc 0.91",
+        "step: 200, lr 3e-4",
+        "iter 4000 | 0.31 s/it",
+        "Iteration 15, loss = 0.742",
+        "train loss: 0.42",
+    ],
+)
+def test_the_first_progress_line(line: str) -> None:
+    for parser in (LAUNCHER, PLAIN):
+        found = facts(f"loading data\n{line}\nepoch 4\n", parser)
+        assert one(found, "log.progress").lineno == 2
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Loading checkpoint shards:  50%|#####     | 2/4 [00:03<00:03,  1.6s/it]",
+        "Initializing model from scratch",
+        "Step into the container with docker exec",
+        "No of filters first layer: 32",
+    ],
+)
+def test_no_progress(line: str) -> None:
+    assert values(facts(f"{line}\nSegmentation fault (core dumped)\n"), "log.progress") == []

@@ -4,7 +4,10 @@ The rules say which facts explain which symptoms (`[[explains]]`) and which fact
 rules' hits irrelevant (`[[rules_out]]`, see `match/explanations.py`); this step applies them
 to the hits of every input before they are weighed, the same way for every rule:
 
-* a ruled-out hit is dropped;
+* a ruled-out hit is dropped, unless an explanation holds for it: a ruling-out says what the
+  hit does not mean for its own category, an explanation what it does mean (a segfault after
+  the training progress says nothing for a driver mismatch, but on a node logging memory
+  errors it is the memory);
 * an explained hit counts for the explaining rule's category, under that rule (so the cause
   takes that rule's summary and steps), with the explanation's weight; it keeps its line, role,
   rank and time, and loses its `also` (the explanation settled what it means). When several
@@ -52,13 +55,13 @@ def apply_explanations(
     notes: dict[tuple[str, str, tuple[Fact, ...]], str] = {}
     reasons: dict[Hit, str] = {}
     for hit in hits:
-        ruled_out = _ruled_out(hit, facts, ruling)
+        found = _best_explanation(hit, facts, explaining)
+        ruled_out = _ruled_out(hit, facts, ruling) if found is None else None
         if ruled_out is not None:
             rule, ruling_out, grounds = ruled_out
             key = (rule.id, hit.rule_id, grounds)
             notes.setdefault(key, _ruled_out_note(hit, ruling_out, grounds))
             continue
-        found = _best_explanation(hit, facts, explaining)
         if found is None:
             kept.append(hit)
             continue

@@ -14,7 +14,9 @@ as a cause (a root hit), or that prints an error of the CUDA or NCCL catalogs:
    interpreter exit). Only an error that is the log's last output after the finish, and
    that is not a finalizer's, still counts: the program failed after its training loop; so
    does a platform's record of the end (a container's state, a sacct/scontrol state), which
-   is written after the log's last line.
+   is written after the log's last line. A process seen exiting (PyTorch's
+   `destroy_process_group()` warning, a finalizer that found its modules torn down) that then
+   crashes crashed in its teardown: that death does not count.
 2. **A death sign means the run failed** (`DIED`), unless it is how an outside stop looks:
    SIGINT, SIGTERM, SIGHUP, exit 130 / 143, `KeyboardInterrupt`, a Slurm `TIMEOUT`,
    `PREEMPTED` or `CANCELLED` state, a pod preempted by the scheduler or evicted through the
@@ -29,6 +31,7 @@ most telling line (an exit code or a signal before the mere shape of the last li
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -98,6 +101,13 @@ FINISHED_PROCESS_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
 LAST_LINE_CATALOGS = ("cuda_errors", "nccl")
 """Catalogs whose errors, printed as a log's last output, show that the program gave up on
 them (`patterns/tables/`; their `noise` entries, success statuses, are left out)."""
+MODULE_TEARDOWN = re.compile(
+    r"'NoneType' object (?:is not callable|has no attribute)|sys\.meta_path is None"
+    r"|Python is likely shutting down"
+)
+"""What a `__del__` or weakref callback raises when it runs as the interpreter exits: CPython
+tears modules down, so the globals the finalizer uses are already None (the warning under
+`object.__del__` in the data model reference), and imports fail once `sys.meta_path` is gone."""
 MAX_HARMLESS = 8
 """Alarming lines listed as harmless, at most (then a count)."""
 
@@ -152,6 +162,14 @@ def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
     # Python exits the same way after an uncaught exception: with one in view, no finish.
     if any(f.key == "python.exception" and f.attr("teardown") is None for f in facts):
         finishes = [s for s in finishes if s.kind != "exiting"]
+    exits = [s for s in finishes if s.kind == "exiting"]
+    if exits:
+        # A crash after the interpreter began to exit is its teardown (a native destructor):
+        # the program's own code had returned.
+        teardown = [s for s in deaths if _after_exit(s, exits)]
+        deaths = [s for s in deaths if s not in teardown]
+    else:
+        teardown = []
     runs = [s for s in finishes if s.kind == "completed"]
     if runs:
         after = _errors_after_finish(runs, deaths)
@@ -160,7 +178,7 @@ def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
         deaths = after
     elif finishes and not deaths and not stops:
         # A clean exit counts only when no other process died (one rank of many may exit 0).
-        return _completed(finishes, _alarms((), hits))
+        return _completed(finishes, _alarms(teardown, hits))
     if deaths:
         best = min(deaths, key=_telling)
         others = len({(s.fact.path, s.fact.lineno) for s in deaths}) - 1
@@ -230,6 +248,16 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         add(Ending.DIED, "report", f"the worker's error file records error code {value}")
     elif key == "python.exiting":
         add(Ending.COMPLETED, "exiting", "a process reached its interpreter's exit")
+    elif (
+        key == "python.exception"
+        and item.attr("teardown") == "finalizer"
+        and MODULE_TEARDOWN.search(str(value))
+    ):
+        add(
+            Ending.COMPLETED,
+            "exiting",
+            "an object's finalizer found a module already torn down (the interpreter was exiting)",
+        )
     elif key == "python.fatal_error":
         add(Ending.DIED, "fatal", f"Python aborted with a fatal error ({value})")
     elif key == "log.fatal":
@@ -406,6 +434,18 @@ def _is_stop_kill(sign: Sign) -> bool:
     if sign.kind == "signal":
         return value in ("SIGKILL", "Killed")
     return sign.kind == "exit" and value in (-9, 137)
+
+
+def _after_exit(death: Sign, exits: Sequence[Sign]) -> bool:
+    """Whether a death sign follows, in the same log and on the same rank (or both on none), a
+    sign that its process was exiting."""
+    rank = death.fact.attr("rank")
+    return any(
+        s.fact.path == death.fact.path
+        and (s.fact.lineno or 0) < (death.fact.lineno or 0)
+        and s.fact.attr("rank") == rank
+        for s in exits
+    )
 
 
 def _errors_after_finish(finishes: Sequence[Sign], deaths: Sequence[Sign]) -> list[Sign]:

@@ -26,12 +26,14 @@ _CATEGORICAL = {
     "slurm.task_failure": "slurmtask",
 }
 _EXIT_KEYS = ("launcher.exit_code", "docker.exit_code")
+_NOT_FEATURES = frozenset({"log.progress"})
+"""Flags that carry no cause (most runs print progress); the rules use them, not the model."""
 
 
 def _fact_features(facts: Sequence[Fact], out: dict[str, float]) -> None:
     for item in facts:
         if isinstance(item.value, bool):
-            if item.value:
+            if item.value and item.key not in _NOT_FEATURES:
                 out[f"true:{item.key}"] = 1.0
         elif item.key in _CATEGORICAL:
             out[f"{_CATEGORICAL[item.key]}:{item.value}"] = 1.0

@@ -30,6 +30,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `launcher.completed` (see the package docstring): the run's completion line, in any log.
 * `python.exiting`: True, the first of PyTorch's `destroy_process_group() was not called
   before program exit` warnings: a process group's destructor ran as the interpreter exited.
+* `log.progress`: True at the first line that reports training progress (an epoch, step or
+  iteration counter with its number, a loss value): the run got past start-up, so its
+  libraries loaded and its GPU worked. Loading bars are no progress of training.
 * `log.last_line`, `log.ends_with`: how the log ends (`ending.py`).
 """
 
@@ -146,6 +149,12 @@ _SLURM_STATES = (
 )
 _SACCT_ROW = re.compile(rf"(?:^|[ \t|])({_SLURM_STATES})[ \t|]+([0-9]+):([0-9]+)(?=[ \t|]|$)")
 _SCONTROL = re.compile(rf"\bJobState=({_SLURM_STATES})\b")
+PROGRESS = re.compile(
+    r"\b(?:[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER)s?\b[ \t:=#\[(]*[0-9]+"
+    r"|\b(?:[Ll]oss|LOSS)\b[ \t]*[:=][ \t]*-?[0-9]*\.?[0-9]"
+)
+"""A training loop's progress line: a counter (`Epoch 3`, `[Epoch 1]`, `step: 200`, `iter 40`)
+or a loss value (`loss: 0.42`, `loss=1.3`)."""
 _SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
 
 
@@ -301,6 +310,10 @@ class DeathSigns(AnchoredCollector):
         scope = "run" if self.run_completed else "process"
         self.keep_first("launcher.completed", True, line, scope=scope)
 
+    def on_progress(self, line: Line) -> None:
+        if PROGRESS.search(line.text):
+            self.keep_first("log.progress", True, line)
+
     def on_exiting(self, line: Line) -> None:
         self._sign("python.exiting", True, line, rank=line.rank)
 
@@ -319,10 +332,15 @@ D = DeathSigns  # short, so that the rows fit on one line
 # Line-safe (see `Anchor`); the handlers re-check with the precise regexes above.
 DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # HF Trainer, Lightning, DeepSpeed launcher: the run finished, earlier tracebacks did not
-    # end it
+    # end it. Also the last line other trainers log once their loop is over: Mozilla
+    # DeepSpeech (`FINISHED optimization in`, older `FINISHED Optimization - training time`),
+    # Ultralytics YOLO and YOLOv5 (`N epochs completed in H hours.`), fairseq (`done training
+    # in S seconds`), detectron2's IterationTimer (`Overall training speed: N iterations in`).
     Anchor(
         r"Training completed\.|'train_runtime': |train_runtime +=|`Trainer\.fit` stopped: "
-        r"|Process [0-9]+ exits successfully",
+        r"|Process [0-9]+ exits successfully|FINISHED [Oo]ptimization (?:in |- training time)"
+        r"|[0-9]+ epochs completed in [0-9.]+ hours|done training in [0-9.]+ seconds"
+        r"|Overall training speed: [0-9]+ iterations in ",
         D.on_completed,
     ),
     Anchor(rf"(?:{_WORDS}){_CORE}[ \t]*$", D.on_shell_word),
@@ -331,6 +349,12 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         D.on_shell_word,
     ),
     Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
+    # the first line of training progress is all that is kept
+    Anchor(
+        r"[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter|ITER|[Ll]oss|LOSS",
+        D.on_progress,
+        settles=("log.progress",),
+    ),
     # PyTorch's ProcessGroupNCCL destructor, as the interpreter exits (torch >= 2.4)
     Anchor(r"destroy_process_group\(\) was not called before program exit", D.on_exiting),
     Anchor(
