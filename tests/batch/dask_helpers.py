@@ -45,3 +45,39 @@ def pretend_code(digest: str) -> None:
     from crashlens.batch import dask_engine
 
     dask_engine.LOADED_CODE = digest
+
+
+class HangJob(WorkerPlugin):
+    """On every worker: the job `rel` never finishes. While it runs it adds a byte to `ticks`
+    every tenth of a second, so a test's clock (the file's size) moves only while a job
+    hangs: no healthy job can look overdue, however slow the machine."""
+
+    name = "crashlens-hang-job"
+
+    def __init__(self, rel: str, ticks: str) -> None:
+        self.rel = rel
+        self.ticks = ticks
+        self.original: Any = None
+
+    def setup(self, worker: Any) -> None:
+        import time
+
+        from crashlens.batch import job as job_module
+
+        original = self.original = job_module.analyze_job
+        rel, ticks = self.rel, self.ticks
+
+        def analyze(job: Any, root: str, backend: str = "auto") -> Any:
+            while job.rel == rel:
+                with open(ticks, "ab") as clock:
+                    clock.write(b".")
+                time.sleep(0.1)
+            return original(job, root, backend)
+
+        job_module.analyze_job = analyze
+
+    def teardown(self, worker: Any) -> None:
+        from crashlens.batch import job as job_module
+
+        if self.original is not None:
+            job_module.analyze_job = self.original

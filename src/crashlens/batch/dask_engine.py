@@ -14,8 +14,12 @@ own retries a batch itself first); a batch whose result was lost with a worker f
 Such a batch is never retried whole: once every other batch is done, its jobs run again one
 at a time, each the only task on the cluster, so a job whose worker dies then is the one that
 kills workers: it becomes a row with a reason (two deaths, as in the local pool) and the scan
-goes on. Rows are deduplicated by job in the driver, so a result that arrives twice never
-doubles a row. `--job-timeout` is not enforced on Dask (a worker thread cannot be stopped).
+goes on. A batch yields either its rows or its jobs to retry, so no row comes twice.
+
+`--job-timeout` as in the local pool: when no batch has come back for that long, the batches in
+flight are cancelled and the workers holding them restarted (a worker thread cannot be stopped,
+a process can: its nanny starts a new one), and their jobs run again alone, each under the
+limit; a job that exceeds it alone becomes a row with a reason and the scan goes on.
 
 Site rules. The driver reads and validates its `--rules` / CRASHLENS_RULES folders once and
 sends the files' text with every batch (`match.site.SiteRuleFile`): a worker on another
@@ -28,8 +32,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import time
 import uuid
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +49,8 @@ from crashlens.match.site import SiteRuleFile
 if TYPE_CHECKING:
     from distributed import Client
 
+Clock = Callable[[], float]
+"""Seconds from an arbitrary start; the driver measures the job timeout with it."""
 IN_FLIGHT_PER_THREAD = 3
 """Batches submitted per worker thread: enough that no worker waits for the driver."""
 LOCAL_ALLOWED_FAILURES = 0
@@ -94,6 +101,11 @@ def _crashed(job: JobSpec, detail: str) -> JobRow:
     return JobRow.for_job(job, f"analysis crashed: the worker process died ({detail})")
 
 
+def _timed_out(job: JobSpec, seconds: float) -> JobRow:
+    reason = f"analysis timed out: still running after {seconds:g} s (--job-timeout)"
+    return JobRow.for_job(job, reason)
+
+
 def _failed(job: JobSpec, error: BaseException) -> JobRow:
     return JobRow.for_job(job, f"analysis failed: {type(error).__name__}: {error}")
 
@@ -110,15 +122,28 @@ class DaskEngine:
         workers: int,
         backend: str,
         connect_timeout: float = 30.0,
+        job_timeout: float | None = None,
+        clock: Clock = time.monotonic,
+        poll: float | None = None,
     ) -> None:
         """`workers`: processes of a LocalCluster (`--dask local`) or Slurm jobs
         (`--dask-slurm`); 0 means one per core here. Ignored for an existing cluster.
-        `connect_timeout`: seconds to reach a scheduler, and for its first worker."""
+        `connect_timeout`: seconds to reach a scheduler, and for its first worker.
+
+        `job_timeout` (seconds of `clock`; None: no limit), as in the local pool: when no
+        batch has come back for that long, the batches in flight are cancelled, the workers
+        that held them restarted (a worker thread cannot be stopped; its nanny restarts the
+        process) and their jobs run again one at a time, each under the limit; one that
+        exceeds it again becomes a row with a reason. `poll`: how often (real seconds) the
+        driver looks at `clock` while it waits (default: the timeout itself)."""
         self.choice = choice
         self.root = root
         self.requested = workers
         self.backend = backend
         self.connect_timeout = connect_timeout
+        self.job_timeout = job_timeout
+        self.clock = clock
+        self.poll = poll if poll is not None else job_timeout
         self.workers = 0
         self.retried = 0
         """Jobs submitted again alone after their batch's worker died."""
@@ -179,8 +204,6 @@ class DaskEngine:
         return client, [client.close]
 
     def _mapped(self, client: Client, jobs: Iterator[JobSpec]) -> Generator[JobRow, None, None]:
-        from distributed import as_completed
-
         try:
             client.wait_for_workers(1, timeout=max(self.connect_timeout, 120))
         except TimeoutError as error:
@@ -189,46 +212,71 @@ class DaskEngine:
         site = _site_files()
         _check_code(client, site)
         limit = max(1, self.workers) * IN_FLIGHT_PER_THREAD
+        # Batches are formed from the listing only when one can be submitted: the driver
+        # holds the batches in flight, never the listing (or a set of the jobs done).
         tasks = batches(jobs)
         inflight: dict[Any, list[JobSpec]] = {}
         suspects: list[JobSpec] = []
-        done: set[str] = set()
-        pending = as_completed()
-
-        def fill() -> None:
-            while len(inflight) < limit:
-                batch = next(tasks, None)
-                if batch is None:
-                    return
-                future = self._submit(client, batch, site)
-                inflight[future] = batch
-                pending.add(future)
-
-        def fresh(rows: list[JobRow]) -> Iterator[JobRow]:
-            for row in rows:
-                if row.job not in done:
-                    done.add(row.job)
-                    yield row
-
+        exhausted = False
+        last_progress = self.clock()
         try:
-            fill()
-            for future in pending:
-                batch = inflight.pop(future)
-                try:
-                    rows: list[JobRow] = future.result()
-                except Exception:
-                    # analyze_job never raises: its worker died (KilledWorker) or the result
-                    # was lost with one. Its jobs run again alone, once nothing else runs.
-                    suspects.extend(batch)
-                    rows = []
-                yield from fresh(rows)
-                fill()
+            while True:
+                while not exhausted and len(inflight) < limit:
+                    batch = next(tasks, None)
+                    if batch is None:
+                        exhausted = True
+                        break
+                    inflight[self._submit(client, batch, site)] = batch
+                if not inflight:
+                    break
+                finished = self._first_done(inflight)
+                if not finished:
+                    if self._overdue(last_progress):
+                        # Stalled: some job holds its worker too long. What was in flight
+                        # runs again one job at a time, each under the limit, at the end.
+                        suspects.extend(self._stop(client, inflight))
+                        last_progress = self.clock()
+                    continue
+                last_progress = self.clock()
+                for future in finished:
+                    batch = inflight.pop(future)
+                    try:
+                        rows: list[JobRow] = future.result()
+                    except Exception:
+                        # analyze_job never raises: its worker died (KilledWorker) or the
+                        # result was lost with one. Its jobs run again alone, at the end.
+                        suspects.extend(batch)
+                        continue
+                    yield from rows
+            # A batch goes either to its rows or to the suspects, never both: no job's row
+            # comes twice (the session also keeps one row per job).
             for job in suspects:
-                if job.rel not in done:
-                    yield from fresh([self._alone(client, job, site)])
+                yield self._alone(client, job, site)
         finally:
             for future in inflight:
                 future.cancel()
+
+    def _overdue(self, since: float) -> bool:
+        return self.job_timeout is not None and self.clock() - since >= self.job_timeout
+
+    def _first_done(self, inflight: dict[Any, list[JobSpec]]) -> list[Any]:
+        """The futures done once one is (or after `poll` seconds: maybe none)."""
+        from distributed import wait
+
+        try:
+            done, _ = wait(list(inflight), timeout=self.poll, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            return []
+        return list(done)
+
+    def _stop(self, client: Client, inflight: dict[Any, list[JobSpec]]) -> list[JobSpec]:
+        """Cancel the batches in flight, restart the workers that held them; their jobs."""
+        stopped = [job for batch in inflight.values() for job in batch]
+        _restart_holders(client, [future.key for future in inflight])
+        for future in inflight:
+            future.cancel()
+        inflight.clear()
+        return stopped
 
     def _submit(self, client: Client, jobs: list[JobSpec], site: SiteFiles) -> Any:
         key = f"crashlens-batch-{uuid.uuid4().hex}"
@@ -237,22 +285,45 @@ class DaskEngine:
         )
 
     def _alone(self, client: Client, job: JobSpec, site: SiteFiles) -> JobRow:
-        """A job whose batch failed, as the only task on the cluster: if its worker dies
-        now, the job killed it (a second time)."""
+        """A job whose batch failed or stalled, as the only task on the cluster: if its
+        worker dies now, the job killed it (a second time); if it exceeds the job timeout
+        now, it is the job that hangs."""
         from distributed import KilledWorker
 
         self.retried += 1
         for attempt in range(1, MAX_ATTEMPTS_ALONE + 1):
             future = self._submit(client, [job], site)
+            started = self.clock()
             try:
-                rows: list[JobRow] = future.result()
-                return rows[0]
+                while True:
+                    try:
+                        rows: list[JobRow] = future.result(timeout=self.poll)
+                        return rows[0]
+                    except TimeoutError:
+                        if not self._overdue(started):
+                            continue
+                    _restart_holders(client, [future.key])
+                    future.cancel()
+                    return _timed_out(job, self.job_timeout or 0.0)
             except KilledWorker:
                 return _crashed(job, "killed its Dask worker twice")
             except Exception as error:  # a lost result, not the job's fault
                 if attempt == MAX_ATTEMPTS_ALONE:
                     return _failed(job, error)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _restart_holders(client: Client, keys: list[str]) -> None:
+    """Restart the workers processing any of `keys` (through their nannies): a task past
+    the job timeout keeps its thread, and only a new process gives the thread back. On a
+    worker without a nanny the thread stays taken, and the scan goes on with the others."""
+    wanted = set(keys)
+    with contextlib.suppress(Exception):
+        holders = [
+            address for address, held in client.processing().items() if wanted.intersection(held)
+        ]
+        if holders:
+            client.restart_workers(holders, raise_for_error=False)
 
 
 def _check_code(client: Client, site: SiteFiles) -> None:

@@ -64,4 +64,4 @@ def make_engine(
         return runner
     from crashlens.batch.dask_engine import DaskEngine
 
-    return DaskEngine(choice, root, workers, backend)
+    return DaskEngine(choice, root, workers, backend, job_timeout=job_timeout)
