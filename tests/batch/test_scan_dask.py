@@ -192,16 +192,23 @@ def test_missing_extras_and_bad_addresses_are_clear_errors(
 
 
 def test_the_local_engine_never_imports_dask(tmp_path: Path) -> None:
+    """The command line, as a user runs it: a local scan loads no part of Dask."""
     root = generated_archive(tmp_path / "archive", 3)
     code = (
         "import sys\n"
-        "from pathlib import Path\n"
-        "from crashlens.batch.session import ScanOptions, scan_archive\n"
-        f"scan_archive(ScanOptions(root=Path({str(root)!r}), out=Path({str(tmp_path / 'o')!r})))\n"
+        "from crashlens.cli import main\n"
+        "sys.argv = ['crashlens', 'scan', sys.argv[1], '-o', sys.argv[2], '--workers', '2']\n"
+        "try:\n    main()\nexcept SystemExit as end:\n    assert not end.code, end.code\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "o" / "jobs.parquet").is_file()  # the scan did run
 
 
 class _StopAfter:
