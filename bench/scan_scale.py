@@ -70,6 +70,17 @@ def _rss_kib() -> tuple[int, int]:
     return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
 
 
+def _cpu_s() -> tuple[float, float]:
+    """(this process's, its reaped children's) CPU seconds, user plus system. Pool and Dask
+    worker processes are children of the driver (a LocalCluster's nannies run in it), reaped
+    when the engine stops: CPU time, unlike wall time, holds on a machine others share."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
 class _Sampler:
     """A scan's progress hook that samples the driver's RSS at given row counts. It accepts
     any arguments to `start`, so it fits the session's Progress however that grows."""
@@ -111,9 +122,11 @@ def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
         shard=parse_shard(spec["shard"]) if spec.get("shard") else None,
         engine=EngineChoice(dask="local" if spec["engine"] == "dask" else None),
     )
+    cpu_before = _cpu_s()
     started = time.perf_counter()
     outcome = scan_archive(options, sampler)
     wall = time.perf_counter() - started
+    cpu_after = _cpu_s()
     current, peak = _rss_kib()
     sampler.rss["done"], sampler.rss["peak"] = current, peak
     summary = outcome.summary
@@ -127,18 +140,24 @@ def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
         "engine": summary.get("engine"),
         "workers": summary.get("workers"),
         "rss_kib": sampler.rss,
+        "driver_cpu_s": cpu_after[0] - cpu_before[0],
+        "workers_cpu_s": cpu_after[1] - cpu_before[1],
     }
 
 
 def _child_noop(spec: dict[str, Any]) -> dict[str, Any]:
+    from crashlens.batch import pool
     from crashlens.batch.engine import EngineChoice, make_engine
     from crashlens.batch.jobs import JobSpec
 
+    if spec.get("batch_jobs"):  # a what-if: jobs per task (both engines batch with pool's)
+        pool.BATCH_JOBS = spec["batch_jobs"]
     choice = EngineChoice(dask="local" if spec["engine"] == "dask" else None)
     engine = make_engine(choice, "/nonexistent", spec["workers"], "auto", job_timeout=None)
     jobs = (
         JobSpec(f"noop/{n:08d}", "unreadable", (), (), reason="no-op") for n in range(spec["jobs"])
     )
+    cpu_before = _cpu_s()
     started = time.perf_counter()
     first = last = started
     count = 0
@@ -147,8 +166,11 @@ def _child_noop(spec: dict[str, Any]) -> dict[str, Any]:
         if count == 0:
             first = last
         count += 1
+    cpu_after = _cpu_s()
     return {
         "jobs": count,
+        "driver_cpu_s": cpu_after[0] - cpu_before[0],
+        "workers_cpu_s": cpu_after[1] - cpu_before[1],
         "startup_s": first - started,
         "steady_s": last - first,
         "workers": engine.workers,
@@ -208,6 +230,10 @@ def _mib(kib: int) -> str:
     return f"{kib / 1024:,.0f} MiB"
 
 
+def _per_job_ms(got: dict[str, Any], key: str) -> str:
+    return f"{got[key] / max(1, got.get('rows', got.get('jobs', 0))) * 1e3:.3f}"
+
+
 def _marks(total: int) -> list[int]:
     if total >= MARKS[0]:
         return [m for m in MARKS if m <= total] + ([total] if total not in MARKS else [])
@@ -264,15 +290,14 @@ def measure_scans(
             got["command_s"] = command_wall
             results[engine].append(got)
             rows, wall = got["rows"], got["wall_s"]
-            per_job_ms = got["analysis_s"] / max(1, rows) * 1e3
-            # After the first row: the engine's start-up (a Dask cluster: seconds) left out.
-            steady = got["analyze_s"] - got["first_row_s"]
-            overhead_ms = (steady * workers - got["analysis_s"]) / max(1, rows) * 1e3
+            steady = got["analyze_s"] - got["first_row_s"]  # a Dask cluster's start-up left out
             print(
                 f"jobs/s {engine:>5} round {round_index + 1}: {rows:,} jobs in {wall:.1f} s = "
                 f"{rows / wall:,.0f} jobs/s (after the first row {rows / steady:,.0f} jobs/s; "
-                f"start-up {got['first_row_s']:.1f} s; analysis {per_job_ms:.2f} ms/job of "
-                f"CPU; everything else {overhead_ms:.2f} ms/job of worker time)",
+                f"start-up {got['first_row_s']:.1f} s); CPU per job: workers "
+                f"{_per_job_ms(got, 'workers_cpu_s')} ms + driver "
+                f"{_per_job_ms(got, 'driver_cpu_s')} ms; a row's own wall "
+                f"{got['analysis_s'] / max(1, rows) * 1e3:.2f} ms",
                 flush=True,
             )
             rss = got["rss_kib"]
@@ -285,18 +310,26 @@ def measure_scans(
     return results
 
 
-def measure_noop(engines: list[str], rounds: int, workers: int, jobs: int) -> None:
+def measure_noop(
+    engines: list[str], rounds: int, workers: int, jobs: int, what_if: list[int]
+) -> None:
+    """No-op jobs through each engine; `what_if`: other jobs-per-task than the shipped."""
     for round_index in range(rounds):
         for engine in _order(engines, round_index):
-            got, _ = _in_child({"mode": "noop", "engine": engine, "workers": workers,
-                                "jobs": jobs})  # fmt: skip
-            per_job = got["steady_s"] / max(1, got["jobs"] - 1) * 1e3
-            print(
-                f"overhead {engine:>5} round {round_index + 1}: {got['jobs']:,} no-op jobs, "
-                f"{per_job:.3f} ms/job of driver wall time on {got['workers']} workers "
-                f"(start-up {got['startup_s']:.1f} s, left out)",
-                flush=True,
-            )
+            for batch in [0, *what_if]:
+                spec = {"mode": "noop", "engine": engine, "workers": workers, "jobs": jobs,
+                        "batch_jobs": batch}  # fmt: skip
+                got, _ = _in_child(spec)
+                per_job = got["steady_s"] / max(1, got["jobs"] - 1) * 1e3
+                label = f"{batch} jobs per task (what-if)" if batch else "as shipped"
+                print(
+                    f"overhead {engine:>5} round {round_index + 1}: {got['jobs']:,} no-op jobs "
+                    f"{label}, {per_job:.3f} ms/job of driver wall time on "
+                    f"{got['workers']} workers (start-up {got['startup_s']:.1f} s, left out); "
+                    f"CPU per job: workers {_per_job_ms(got, 'workers_cpu_s')} ms + driver "
+                    f"{_per_job_ms(got, 'driver_cpu_s')} ms (start-up included)",
+                    flush=True,
+                )
 
 
 def measure_listing(root: Path, jobs: int, rounds: int, workers: int, out: Path) -> None:
@@ -331,9 +364,56 @@ def measure_listing(root: Path, jobs: int, rounds: int, workers: int, out: Path)
         )
 
 
+SYSCALLS = ("getdents64", "openat", "newfstatat", "statx", "lstat", "stat", "fstat", "close")
+
+
+def _strace_counts(spec: dict[str, Any], strace: str, log: Path) -> tuple[dict[str, int], int]:
+    """(calls per syscall, jobs listed) of one listing child under `strace -c`."""
+    command = [strace, "-f", "-c", "-o", str(log), sys.executable, str(Path(__file__).resolve()),
+               "--child", json.dumps(spec)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    jobs = 0
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            jobs = int(json.loads(line[len("RESULT ") :])["jobs"])
+    counts: dict[str, int] = {}
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if parts and parts[-1] in SYSCALLS and len(parts) >= 5:
+            counts[parts[-1]] = int(parts[3])
+    return counts, jobs
+
+
+def measure_syscalls(root: Path, scratch: Path) -> None:
+    """Filesystem calls per listed job (what a Lustre MDS or NFS server would be asked):
+    a listing of one month of the tree under strace, less an empty folder's listing."""
+    strace = shutil.which("strace")
+    month = next((p for p in sorted(root.glob("*/*/*")) if p.is_dir()), None)
+    if strace is None or month is None:
+        print("listing syscalls: skipped (no strace, or no tree)")
+        return
+    empty = scratch / "empty"
+    empty.mkdir(exist_ok=True)
+    spec: dict[str, Any] = {"mode": "listing", "held": False, "marks": []}
+    base, _ = _strace_counts({**spec, "root": str(empty)}, strace, scratch / "strace-empty")
+    full, jobs = _strace_counts({**spec, "root": str(month)}, strace, scratch / "strace-tree")
+    per_job = {
+        name: (full.get(name, 0) - base.get(name, 0)) / max(1, jobs)
+        for name in SYSCALLS
+        if full.get(name, 0) > base.get(name, 0)
+    }
+    shown = ", ".join(f"{name} {value:.2f}" for name, value in per_job.items())
+    print(
+        f"listing syscalls per job ({jobs:,} jobs of {month.relative_to(root)}, strace -c): "
+        f"{shown}; {sum(per_job.values()):.2f} in all",
+        flush=True,
+    )
+
+
 def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int, out: Path) -> None:
     walls: dict[str, list[float]] = {e: [] for e in engines}
     phases: dict[str, list[float]] = {e: [] for e in engines}
+    cpus: dict[str, list[float]] = {e: [] for e in engines}
     for round_index in range(rounds):
         for engine in _order(engines, round_index):
             spec = {"mode": "scan", "root": str(folder), "out": str(out / f"gb-{engine}"),
@@ -341,10 +421,15 @@ def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int,
             got, wall = _in_child(spec)
             walls[engine].append(wall)
             phases[engine].append(got["analyze_s"])
+            cpus[engine].append(got["workers_cpu_s"] + got["driver_cpu_s"])
+            gigabytes = max(got["bytes"], 1) / 1e9
             print(
                 f"1 GB {engine:>5} round {round_index + 1}: {got['rows']:,} jobs, "
-                f"{got['bytes'] / 1e9:.2f} GB in {wall:.2f} s command wall "
-                f"({got['bytes'] / 1e6 / wall:,.0f} MB/s; analysis phase {got['analyze_s']:.2f} s)",
+                f"{gigabytes:.2f} GB in {wall:.2f} s command wall ({gigabytes * 1e3 / wall:,.0f}"
+                f" MB/s; analysis phase {got['analyze_s']:.2f} s, start-up "
+                f"{got['first_row_s']:.2f} s); CPU: workers {got['workers_cpu_s']:.1f} s "
+                f"({got['workers_cpu_s'] / gigabytes:.2f} s/GB), driver "
+                f"{got['driver_cpu_s']:.1f} s",
                 flush=True,
             )
     if "local" in walls and "dask" in walls:
@@ -354,10 +439,11 @@ def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int,
         )
         local, dask = statistics.median(walls["local"]), statistics.median(walls["dask"])
         phase = statistics.median(phases["dask"]) / statistics.median(phases["local"]) - 1
+        cpu = statistics.median(cpus["dask"]) / statistics.median(cpus["local"]) - 1
         print(
             f"dask vs local on 1 GB: {each}; median {dask / local - 1:+.1%} "
             f"(local {local:.2f} s, dask {dask:.2f} s; analysis phase alone {phase:+.1%}; "
-            f"target within +15 %)"
+            f"CPU of driver and workers {cpu:+.1%}; target within +15 %)"
         )
 
 
@@ -369,6 +455,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--noop-jobs", type=int, default=50_000)
+    parser.add_argument(
+        "--what-if-batch", default="64", help="no-op runs with these jobs per task too"
+    )
     parser.add_argument("--listing-jobs", type=int, default=1_000_000, help="0: skip")
     parser.add_argument("--listing-root", type=Path, default=None)
     parser.add_argument("--gb", type=float, default=1.0, help="archive size; 0: skip")
@@ -382,7 +471,7 @@ def main() -> None:
         return
     if args.quick:
         args.jobs, args.noop_jobs, args.listing_jobs = 200, 400, 400
-        args.gb, args.rounds = min(args.gb, 0.004), 1
+        args.gb, args.rounds, args.what_if_batch = min(args.gb, 0.004), 1, ""
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     procs = len(os.sched_getaffinity(0))
@@ -399,10 +488,12 @@ def main() -> None:
             total, _ = ensure_tree(root, args.jobs, args.seed, procs)
             measure_scans(root, engines, args.rounds, args.workers, scratch / "out", total)
         if "noop" not in skip:
-            measure_noop(engines, args.rounds, args.workers, args.noop_jobs)
+            what_if = [int(n) for n in args.what_if_batch.split(",") if n.strip()]
+            measure_noop(engines, args.rounds, args.workers, args.noop_jobs, what_if)
         if "listing" not in skip and args.listing_jobs:
             listing = args.listing_root or scratch / "listing"
             measure_listing(listing, args.listing_jobs, args.rounds, args.workers, scratch)
+            measure_syscalls(listing, scratch)
         if "archive" not in skip and args.gb:
             where = scratch / "archives" if args.quick else None
             folder = ensure_archive(args.gb, args.seed, procs, where)

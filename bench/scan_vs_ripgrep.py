@@ -1,8 +1,9 @@
 """Benchmark `crashlens scan` against ripgrep on a synthetic job-log archive.
 
-Generates (or reuses) a ~1 GB archive with ../shared/bench/gen_archive.py, plus 0.25 GB and
-0.5 GB archives made of its first jobs (hard links: the generator's job plan for a smaller
-size is a prefix of the one for a larger size, so they are exactly what it would generate).
+Generates (or reuses) a ~1 GB archive with bench/gen_jobs.py (dated cluster job folders, 350 KB
+median launcher log; bench/scan_scale.py shares it), plus 0.25 GB and 0.5 GB archives made of
+its first jobs (hard links: the generator's job plan for a smaller size is a prefix of the one
+for a larger size, so they are exactly what it would generate).
 Then, in turns, times on all cores:
 
     crashlens scan ARCHIVE --no-cache --workers N           (the full analysis of every job)
@@ -39,11 +40,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import gen_jobs
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 ARCHIVES = OUT / "archives"
 TOOLS = OUT / "tools"
-SHARED_BENCH = ROOT.parent / "shared" / "bench"
 RIPGREP_VERSION = "14.1.0"
 
 
@@ -74,33 +76,30 @@ def find_rg(given: str | None) -> str:
     return str(local)
 
 
-def ensure_archive(gb: float, seed: int, generator: Path) -> tuple[Path, Path]:
-    """The archive of `gb` (generator units) and its manifest, generated once and reused."""
-    folder = ARCHIVES / f"gen-{gb:g}gb-s{seed}"
-    manifest = folder.with_name(folder.name + ".manifest.jsonl")
+MEDIAN_KB = 350
+"""The generator's median launcher log for these archives (larger jobs than scan_scale's)."""
+
+
+def ensure_archive(gb: float, seed: int) -> tuple[Path, Path]:
+    """The archive of `gb` GiB and its manifest, generated once and reused."""
+    folder, manifest = gen_jobs.archive_paths(ARCHIVES, gb, seed)
     if manifest.exists() and folder.is_dir():
         return folder, manifest
-    ARCHIVES.mkdir(parents=True, exist_ok=True)
-    procs = str(os.cpu_count() or 1)
     print(f"generating {folder} ...", flush=True)
-    subprocess.run(
-        [sys.executable, str(generator), "--out", str(folder), "--gb", str(gb),
-         "--seed", str(seed), "--procs", procs, "--manifest", str(manifest)],
-        check=True,
+    done = gen_jobs.generate(
+        folder, gb=gb, median_kb=MEDIAN_KB, seed=seed, procs=os.cpu_count() or 1,
+        manifest=manifest,
     )  # fmt: skip
+    print(f"{done.jobs:,} jobs, {done.bytes / 1e6:,.0f} MB in {done.seconds:.0f} s")
     return folder, manifest
 
 
-def prefix_archive(
-    full: Path, manifest: Path, gb: float, seed: int, generator: Path
-) -> tuple[Path, Path]:
+def prefix_archive(full: Path, manifest: Path, gb: float, seed: int) -> tuple[Path, Path]:
     """The first jobs of `full` that the generator would make for `gb`, as hard links."""
-    folder = ARCHIVES / f"gen-{gb:g}gb-s{seed}"
-    small_manifest = folder.with_name(folder.name + ".manifest.jsonl")
+    folder, small_manifest = gen_jobs.archive_paths(ARCHIVES, gb, seed)
     if small_manifest.exists() and folder.is_dir():
         return folder, small_manifest
-    gen = _load(generator, "gen_archive")
-    count = len(gen.plan(seed, gb, 350))
+    count = sum(1 for _ in gen_jobs.plan(seed, gb=gb, median_kb=MEDIAN_KB))
     lines = manifest.read_text().splitlines()[:count]
     for line in lines:
         job = json.loads(line)["job"]
@@ -123,7 +122,13 @@ def export_patterns(rg: str, path: Path) -> tuple[int, int]:
     for rule in matcher.rules:
         patterns.extend(("(?i)" if rule.ignore_case else "") + p for p in rule.patterns)
     for regexes in matcher.anchors.values():
-        patterns.extend(rx.pattern for rx in regexes)
+        for anchor in regexes:
+            # An anchor is a text.linear.Linear: the compiled pattern and its pre-checks.
+            compiled = anchor.pattern if isinstance(anchor.pattern, re.Pattern) else anchor
+            text = compiled.pattern
+            if isinstance(text, bytes):
+                text = text.decode("utf-8", "replace")
+            patterns.append(("(?i)" if compiled.flags & re.IGNORECASE else "") + text)
     # rg joins all patterns into one regex: group names would clash, and it needs none
     patterns = [re.sub(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>", "(", p) for p in patterns]
     kept: list[str] = []
@@ -166,16 +171,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=0, help="0: every core")
     parser.add_argument("--rg", default=None, help="an rg binary (default: pip-installed)")
-    parser.add_argument("--generator", type=Path, default=SHARED_BENCH / "gen_archive.py")
     parser.add_argument("--accuracy", action="store_true", help="also check the verdicts")
     args = parser.parse_args()
     sizes = sorted(float(s) for s in args.sizes.split(","))
     workers = args.workers or len(os.sched_getaffinity(0))
     rg = find_rg(args.rg)
-    full, manifest = ensure_archive(sizes[-1], args.seed, args.generator)
+    full, manifest = ensure_archive(sizes[-1], args.seed)
     archives = {sizes[-1]: (full, manifest)}
     for gb in sizes[:-1]:
-        archives[gb] = prefix_archive(full, manifest, gb, args.seed, args.generator)
+        archives[gb] = prefix_archive(full, manifest, gb, args.seed)
     patterns = OUT / "scan-patterns.rg.txt"
     kept, rejected = export_patterns(rg, patterns)
     print(f"ripgrep {RIPGREP_VERSION}: {kept} crashlens scan patterns ({rejected} rejected by rg)")
