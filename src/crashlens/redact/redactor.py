@@ -245,9 +245,9 @@ class Redactor:
         if b"-----begin " in folded:
             unkeyed = _PEM.pattern.sub(partial(_PEM.replace, self), text)
             if unkeyed != text:
-                found = self._line_edits(unkeyed, self._gates.lines(fold(unkeyed)))
+                found = self._line_edits(unkeyed, self._gates.lines(fold(unkeyed), unkeyed))
                 return ((0, len(text), apply_edits(unkeyed, found)),)
-        return tuple(self._line_edits(text, self._gates.lines(folded)))
+        return tuple(self._line_edits(text, self._gates.lines(folded, text)))
 
     def _line_edits(self, text: str, lines: dict[int, int]) -> list[Edit]:
         """Each gated line through the rows its gates proposed, in table order: the lines

@@ -477,14 +477,15 @@ REPLACEMENTS: Final = (
         _cli_flag,
         _SECRET_NAME_END + rb"(?:=|\s)",
     ),
-    Replacement("secret", p.HIGH_ENTROPY, _entropy, Run(_BASE64, 40)),
+    # `_entropy` writes only a run with upper- and lower-case letters (15% of each)
+    Replacement("secret", p.HIGH_ENTROPY, _entropy, Run(_BASE64, 40, mixed_case=True)),
     Replacement("email", p.EMAIL, _email, rb"@[a-z0-9-]+\."),
     Replacement(
         "user",
         p.CONN_STRING,
         _conn_string,
         rb"(?:user id|userid|uid|username|user|server|data source|address|addr|accountname)"
-        rb"\s*=[^;]*;",
+        rb"\s*=[^;\n]*;",
     ),
     Replacement(
         "account",
@@ -604,7 +605,7 @@ REPLACEMENTS: Final = (
         "host",
         p.HOST_PORT,
         _host_port,
-        rb"(?:^|[^a-z0-9_.:/@-])\[?[a-z][a-z0-9-]*[0-9-][a-z0-9-]*\]?:[1-9][0-9]",
+        rb"(?:^|[^a-z0-9_.:/@-])\[?[a-z][a-z0-9-]*[0-9-][a-z0-9-]*\]?:[1-9][0-9]{1,4}(?:[^a-z0-9_]|$)",
     ),
     Replacement(
         "host", p.AWS_HOST, _whole(_host), rb"ip-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}"
