@@ -86,6 +86,12 @@ def test_pytorchjob_names_the_failed_replica() -> None:
     assert condition.value == "Failed" and condition.attr("kind") == "PyTorchJob"
     failed = [f for f in facts if f.key == "k8s.replica_failed"]
     assert [(f.value, f.attr("failed"), f.attr("first")) for f in failed] == [("Worker", 1, True)]
+    # cited where the job's record says it failed first, with the reason; the replica as the
+    # pods' labels write it, to join them
+    (worker,) = failed
+    assert worker.lineno == 53 and "1 Worker replica(s) failed" in worker.text
+    assert (worker.attr("replica"), worker.attr("reason")) == ("worker", "JobFailed")
+    assert condition.lineno == 53
 
 
 def test_describe_evicted_for_memory() -> None:
@@ -233,3 +239,62 @@ def test_pod_json_pending_unschedulable() -> None:
         ("Insufficient nvidia.com/gpu", "trainer-1", "resource", 2, 3),
     ]
     assert "0/3 nodes are available" in next(f.text for f in facts if f.key == "k8s.unschedulable")
+
+
+def test_pod_facts_carry_their_replica_from_the_labels() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "train-worker-1",
+            "labels": {
+                "training.kubeflow.org/replica-type": "worker",
+                "training.kubeflow.org/replica-index": "1",
+            },
+        },
+        "spec": {"nodeName": "node-02", "containers": [{"name": "pytorch"}]},
+        "status": {
+            "phase": "Failed",
+            "containerStatuses": [
+                {
+                    "name": "pytorch",
+                    "restartCount": 0,
+                    "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                }
+            ],
+        },
+    }
+    facts = list(JSON.parse(json.dumps(pod, indent=2), "pods.json").facts)
+    replicas = {(f.key, f.attr("replica"), f.attr("replica_index")) for f in facts}
+    assert {("k8s.reason", "worker", "1"), ("k8s.exit_code", "worker", "1")} <= replicas
+    # a JobSet's pod names its replicated job
+    pod["metadata"] = {
+        "name": "train-workers-0-0",
+        "labels": {
+            "jobset.sigs.k8s.io/replicatedjob-name": "Workers",
+            "jobset.sigs.k8s.io/job-index": "0",
+        },
+    }
+    facts = list(JSON.parse(json.dumps(pod, indent=2), "pods.json").facts)
+    assert next(f for f in facts if f.key == "k8s.reason").attr("replica") == "workers"
+
+
+def test_describe_reads_the_replica_label_block() -> None:
+    text = sample_text("kubectl_text/describe_pod_evicted_memory_preemptible_node_REPRO.txt")
+    plain = list(TEXT.parse(text, "d.txt").facts)
+    assert all(f.attr("replica") is None for f in plain)
+    labelled = text.replace(
+        "pod-template-hash=3593767279",
+        "pod-template-hash=3593767279\n"
+        "                    training.kubeflow.org/replica-type=worker\n"
+        "                    training.kubeflow.org/replica-index=2",
+    )
+    facts = list(TEXT.parse(labelled, "d.txt").facts)
+    evicted = next(f for f in facts if f.key == "k8s.eviction")
+    assert (evicted.value, evicted.attr("replica"), evicted.attr("replica_index")) == (
+        "memory",
+        "worker",
+        "2",
+    )
+    # the labels' lines are read as labels, not as other rows: the same facts otherwise
+    assert [(f.key, f.value) for f in facts] == [(f.key, f.value) for f in plain]

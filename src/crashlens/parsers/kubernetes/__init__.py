@@ -35,5 +35,12 @@ Facts (each with its line number where the parser can find it, and the line as t
   job, reason, message.
 * `k8s.replica_failed`: str a replica type (PyTorchJob `Master` / `Worker`) or replicated job
   (JobSet) with failed replicas; attrs kind, job, failed (count), first (True for the one the
-  job's `Failed` condition names, the first to fail).
+  job's `Failed` condition names, the first to fail: cited at that condition's message),
+  replica (the name in lower case, as the pods' labels write it), reason and message (the
+  `Failed` condition's, on the first).
+
+A pod's `k8s.reason`, `k8s.exit_code`, `k8s.eviction`, `k8s.disruption` and `k8s.node` carry
+`replica` and `replica_index` when its labels name them (`training.kubeflow.org/replica-type`,
+JobSet's `jobset.sigs.k8s.io/replicatedjob-name`): a rule joins them to `k8s.replica_failed`
+with `same = ['replica']`.
 """

@@ -8,6 +8,19 @@ from dataclasses import dataclass, field
 from crashlens.model import Fact, FactValue
 from crashlens.parsers.base import fact
 
+REPLICA_LABELS = (
+    ("training.kubeflow.org/replica-type", "training.kubeflow.org/replica-index"),
+    ("jobset.sigs.k8s.io/replicatedjob-name", "jobset.sigs.k8s.io/job-index"),
+    ("pytorch-replica-type", "pytorch-replica-index"),
+    ("replica-type", "replica-index"),
+)
+"""Labels that say which replica a pod is: the Kubeflow training operator's (older operators
+wrote the short ones), then JobSet's."""
+REPLICA_KEYS = frozenset(
+    {"k8s.reason", "k8s.exit_code", "k8s.eviction", "k8s.disruption", "k8s.node"}
+)
+"""Facts of a pod that carry its replica (`replica`, `replica_index`), so a rule can join them
+to the job's `k8s.replica_failed` (`same = ['replica']`)."""
 MAX_FACTS = 400
 """Facts kept from one input (a list of thousands of pods or events says no more)."""
 
@@ -24,6 +37,16 @@ _EVICTION_RE = re.compile(
     r"|had condition: \[([A-Za-z]+)\]"
     r"|(ephemeral local storage|local ephemeral storage|EmptyDir volume)"
 )
+
+
+def replica_of(labels: dict[str, object]) -> tuple[str | None, str | None]:
+    """(replica type in lower case, index) of a pod from its labels; (None, None) if none."""
+    for type_label, index_label in REPLICA_LABELS:
+        kind = labels.get(type_label)
+        if isinstance(kind, str) and kind:
+            index = labels.get(index_label)
+            return kind.lower(), str(index) if isinstance(index, str | int) else None
+    return None, None
 
 
 def quantity_bytes(text: object) -> int | None:

@@ -19,14 +19,17 @@ import re
 from crashlens.model import InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult, clean_line
 from crashlens.parsers.kubernetes.common import (
+    REPLICA_KEYS,
     FactSink,
     add_never_scheduled,
     eviction_resource,
     quantity_bytes,
+    replica_of,
 )
 
 _ROW_RE = re.compile(r"^( *)([A-Z][A-Za-z ]*[a-z]|[a-z][a-z0-9.-/]*):[ \t]*(.*?)[ \t]*$")
 _CONTAINER_RE = re.compile(r"^  ([a-z0-9][a-z0-9-.]*):[ \t]*$")
+_LABEL_RE = re.compile(r"^(?:Labels:)?[ \t]+([A-Za-z0-9][A-Za-z0-9._/-]*)=([^ \t]*)[ \t]*$")
 _EVENT_HEADER_RE = re.compile(r"^[ \t]*Type[ \t]+Reason[ \t]+Age[ \t]+From[ \t]+Message[ \t]*$")
 _EVENT_ROW_RE = re.compile(
     r"^[ \t]+(Normal|Warning)[ \t]+([A-Za-z][A-Za-z0-9]*)[ \t]+"
@@ -70,6 +73,18 @@ class _Describe:
         self.resource: str | None = None
         self.in_events = False
         self.get_events: list[tuple[str, int]] | None = None
+        self.labels: dict[str, object] = {}
+
+    def add(
+        self, key: str, value: str | int, lineno: int, shown: str, **attrs: str | int | None
+    ) -> None:
+        """A fact; a pod's own facts carry its replica (its labels come before them)."""
+        if key in REPLICA_KEYS:
+            replica, index = replica_of(self.labels)
+            if replica is not None:
+                attrs.setdefault("replica", replica)
+                attrs.setdefault("replica_index", index)
+        self.sink.add(key, value, lineno, shown, **attrs)
 
     def feed(self, lineno: int, line: str) -> None:
         if self.get_events is not None:
@@ -94,6 +109,12 @@ class _Describe:
 
     def describe_row(self, lineno: int, line: str) -> None:
         expanded = line.replace("\t", "  ") if "\t" in line else line
+        if (line.startswith("Labels:") or self.section == "Labels") and (
+            label := _LABEL_RE.match(expanded)
+        ):
+            self.section = "Labels"
+            self.labels[label.group(1)] = label.group(2)
+            return
         if self.section in ("Containers", "Init Containers") and (
             c := _CONTAINER_RE.match(expanded)
         ):
@@ -104,7 +125,7 @@ class _Describe:
             return
         indent, key, value = len(row.group(1)), row.group(2), row.group(3)
         shown = line.strip()
-        add = self.sink.add
+        add = self.add
         if indent == 0:
             self.section, self.container = key, None
             if key == "Name" and value and self.pod is None:
@@ -190,7 +211,7 @@ class _Describe:
             message=message.strip() or None,
         )
         if reason == "Evicted" and (resource := eviction_resource(message)):
-            self.sink.add(
+            self.add(
                 "k8s.eviction",
                 resource,
                 lineno,

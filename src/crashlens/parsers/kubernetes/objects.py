@@ -19,11 +19,13 @@ from typing import Any
 from crashlens.model import InputKind
 from crashlens.parsers.base import DocumentParser, DocumentResult
 from crashlens.parsers.kubernetes.common import (
+    REPLICA_KEYS,
     FactSink,
     add_never_scheduled,
     add_unschedulable,
     eviction_resource,
     quantity_bytes,
+    replica_of,
 )
 from crashlens.text.mini_yaml import YamlNode, read_yaml
 from crashlens.text.tolerant_json import json_start, read_first_value
@@ -126,10 +128,15 @@ class _Reader:
     def __init__(self, text: str, path: str) -> None:
         self.lines = _Lines(text)
         self.sink = FactSink(path)
+        self.replica: tuple[str | None, str | None] = (None, None)
+        """(replica type, index) of the pod being read, from its labels."""
 
     def add(self, key: str, value: Any, needle: str | None, after: int, **attrs: Any) -> None:
         lineno = self.lines.find(needle, after) if needle else None
         shown = self.lines.text(lineno) or f"{key} = {value}"
+        if key in REPLICA_KEYS and self.replica[0] is not None:
+            attrs.setdefault("replica", self.replica[0])
+            attrs.setdefault("replica_index", self.replica[1])
         self.sink.add(key, value, lineno, shown, **attrs)
 
     def read(self, item: dict[str, Any]) -> None:
@@ -140,7 +147,9 @@ class _Reader:
         name = _str(meta.get("name"))
         after = self.lines.find(name) or 1 if name else 1
         if kind == "Pod" or (kind is None and "containerStatuses" in _dict(item.get("status"))):
+            self.replica = replica_of(_dict(meta.get("labels")))
             self.pod(item, name, after)
+            self.replica = (None, None)
         elif kind == "Event" or "involvedObject" in item or "regarding" in item:
             self.event(item, after)
         elif kind in JOB_KINDS:
@@ -277,58 +286,62 @@ class _Reader:
         status = _dict(item.get("status"))
         conditions = [_dict(c) for c in _list(status.get("conditions"))]
         true = [c for c in conditions if str(c.get("status", "True")) == "True" and c.get("type")]
-        failed_message = ""
+        failed = next((c for c in true if c.get("type") == "Failed"), {})
+        failed_message = str(failed.get("message") or "")
+        failed_reason = _str(failed.get("reason"))
         if true:
             last = true[-1]
             kind_of = str(last.get("type"))
             message = _str(last.get("message"))
+            # A Failed condition is cited at its message, which names the replica that
+            # failed first (`1 Worker replica(s) failed`): the report's first failure.
+            needle = message[:60] if kind_of == "Failed" and message else kind_of
             self.add(
                 "k8s.job_condition",
                 kind_of,
-                f"{kind_of}",
+                needle,
                 self.lines.find("conditions", after) or after,
                 kind=kind,
                 job=job,
                 reason=_str(last.get("reason")),
                 message=message,
             )
-            failed_message = next(
-                (str(c.get("message") or "") for c in true if c.get("type") == "Failed"), ""
-            )
         first = _FIRST_FAILED_RE.search(failed_message)
         named = first.group(2) if first else None
         jobset = _JOBSET_FAILED_RE.search(failed_message)
-        replicas = _dict(status.get("replicaStatuses"))
-        for replica, counts in replicas.items():
-            failed = _int(_dict(counts).get("failed"))
-            if failed:
+        failed_replicas: list[tuple[str, int, bool | None, str]] = []
+        for replica, counts in _dict(status.get("replicaStatuses")).items():
+            count = _int(_dict(counts).get("failed"))
+            if count:
                 is_first = named == replica if named else None
-                self.add(
-                    "k8s.replica_failed",
-                    replica,
-                    f"{replica}",
-                    after,
-                    kind=kind,
-                    job=job,
-                    failed=failed,
-                    first=is_first,
-                )
+                failed_replicas.append((str(replica), count, is_first, "replicaStatuses"))
         for entry in _list(status.get("replicatedJobsStatus")):
             counts = _dict(entry)
             replicated = _str(counts.get("name"))
-            failed = _int(counts.get("failed"))
-            if replicated and failed:
+            count = _int(counts.get("failed"))
+            if replicated and count:
                 is_first = (replicated in jobset.group(1)) if jobset else None
-                self.add(
-                    "k8s.replica_failed",
-                    replicated,
-                    replicated,
-                    after,
-                    kind=kind,
-                    job=job,
-                    failed=failed,
-                    first=is_first,
-                )
+                failed_replicas.append((replicated, count, is_first, "replicatedJobsStatus"))
+        for replica, count, is_first, section in failed_replicas:
+            # The first to fail is cited where the Failed condition names it; the others at
+            # their own entry under status (the spec names every replica first).
+            start = self.lines.find(section, after) or after
+            needle = replica
+            if is_first and failed_message:
+                needle, start = failed_message[:60], self.lines.find("conditions", after) or after
+            self.add(
+                "k8s.replica_failed",
+                replica,
+                needle,
+                start,
+                kind=kind,
+                job=job,
+                failed=count,
+                first=is_first,
+                replica=replica.lower(),
+                reason=failed_reason if is_first else None,
+                message=(failed_message or None) if is_first else None,
+            )
 
 
 class KubectlJsonParser(DocumentParser):
