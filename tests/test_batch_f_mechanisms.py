@@ -1,0 +1,107 @@
+"""Mechanisms learned from the batch-f first-sight misses, decided end to end on logs of their
+own (never the batch's text): each folder is what a user would hand over, analyzed as
+`crashlens analyze` does.
+
+* The NVIDIA kernel module's API-mismatch message in every driver generation's wording.
+* An NVIDIA device node that does not exist because its kernel module is not loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from crashlens.pipeline import analyze
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    files: dict[str, str]
+    verdict: str
+    rule: str | None = None
+    """The rule the top cause must cite (None: the verdict is no cause)."""
+
+
+SCENARIOS = (
+    Scenario(
+        "nvrm-api-mismatch-client-named-version-on-the-next-line",
+        {
+            "dmesg.txt": "[ 1201.334512] NVRM: API mismatch: the client 'nvidia-smi' (pid 9120)\n"
+            "[ 1201.334515] NVRM: has the version 560.35.03, but this kernel module has\n"
+            "[ 1201.334516] NVRM: the version 550.90.07.  Please make sure that this\n"
+            "[ 1201.334517] NVRM: kernel module and all NVIDIA driver components\n"
+            "[ 1201.334518] NVRM: have the same version.\n",
+        },
+        "driver",
+        "driver-nvrm-api-mismatch",
+    ),
+    Scenario(
+        "nvrm-api-mismatch-versions-redacted",
+        {
+            "kern.log": "Mar  3 09:12:44 gpu07 kernel: NVRM: API mismatch: the client has the "
+            "version <VERSION>, but\n"
+            "Mar  3 09:12:44 gpu07 kernel: NVRM: this kernel module has the version "
+            "<VERSION>.  Please\n",
+        },
+        "driver",
+        "driver-nvrm-api-mismatch",
+    ),
+    Scenario(
+        "uvm-device-node-missing-when-a-container-starts",
+        {
+            "run.log": "$ docker run --rm --device /dev/nvidia0 --device /dev/nvidiactl "
+            "--device /dev/nvidia-uvm trainer:3.1 python train.py\n"
+            "docker: Error response from daemon: error gathering device information while "
+            'adding custom device "/dev/nvidia-uvm": no such file or directory.\n',
+        },
+        "driver",
+        "driver-nvidia-device-node-missing",
+    ),
+    Scenario(
+        "uvm-device-node-missing-in-a-shell-check",
+        {
+            "check.txt": "$ python -c 'import torch; print(torch.cuda.is_available())'\n"
+            "False\n"
+            "$ ls -l /dev/nvidia-uvm\n"
+            "ls: cannot access '/dev/nvidia-uvm': No such file or directory\n",
+        },
+        "driver",
+        "driver-nvidia-device-node-missing",
+    ),
+)
+
+
+def _folder(tmp_path: Path, scenario: Scenario) -> Path:
+    folder = tmp_path / scenario.name
+    folder.mkdir()
+    for name, text in scenario.files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_verdict(tmp_path: Path, scenario: Scenario) -> None:
+    report = analyze([str(_folder(tmp_path, scenario))])
+    assert str(report.verdict) == scenario.verdict, [
+        (c.category, c.confidence) for c in report.causes
+    ]
+    if scenario.rule is not None:
+        assert scenario.rule in {item.rule for item in report.causes[0].evidence}
+    else:
+        assert not report.causes
+
+
+def test_missing_node_is_not_called_a_permission_problem(tmp_path: Path) -> None:
+    folder = tmp_path / "open-failed"
+    folder.mkdir()
+    (folder / "app.log").write_text(
+        "failed to open /dev/nvidia-uvm: No such file or directory\n"
+        "RuntimeError: No CUDA GPUs are available\n",
+        encoding="utf-8",
+    )
+    report = analyze([str(folder)])
+    assert all(c.category != "permissions" for c in report.causes)
+    assert report.causes[0].category == "driver"
