@@ -32,11 +32,13 @@ most telling line (an exit code or a signal before the mere shape of the last li
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from crashlens.decide.stop_order import FailureFirst, failure_before_stop
 from crashlens.match.catalogs import load_catalogs
+from crashlens.match.rules import Rule, rule_index, shipped_rules
 from crashlens.model import (
     Assessment,
     Ending,
@@ -84,6 +86,9 @@ DIED_K8S = frozenset(
         "Evicted",
         "CrashLoopBackOff",
         "BackOff",
+        # a container the runtime could not create or start (runc's error in the message)
+        "CreateContainerError",
+        "RunContainerError",
     }
 )
 STOPPED_K8S = frozenset({"Preempting", "Shutdown", "NodeShutdown"})
@@ -139,8 +144,9 @@ class Sign:
     """What the line shows, as a clause (`the process was killed by SIGBUS`)."""
 
 
-def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
-    """The ending of the run the inputs show, and the line that shows it."""
+def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = None) -> Assessment:
+    """The ending of the run the inputs show, and the line that shows it. `rules`: the library
+    that matched the hits (the shipped one when not given), for which of them show a failure."""
     kinds = {a.status.path: a.status.kind for a in analyses}
     facts = [item for analysis in analyses for item in analysis.facts]
     hits = [hit for analysis in analyses for hit in analysis.hits]
@@ -188,6 +194,8 @@ def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
             sign=_evidence(best.fact, best.says),
             reason=f"The run failed: {best.says}{more}.",
         )
+    if stops and (first := _failure_first(stops, hits, kinds, rules)) is not None:
+        return _died_before_stop(first, stops)
     if stops:
         best = min(stops, key=_position)
         return Assessment(
@@ -203,6 +211,45 @@ def assess(analyses: Sequence[InputAnalysis]) -> Assessment:
     else:
         reason = "No ending was found: no input shows how the run ended."
     return Assessment(ending=Ending.UNKNOWN, sign=None, reason=reason)
+
+
+def _failure_first(
+    stops: Sequence[Sign],
+    hits: Sequence[Hit],
+    kinds: Mapping[str, InputKind | None],
+    rules: Sequence[Rule] | None,
+) -> FailureFirst | None:
+    """A failure line that a stop followed (`decide.stop_order`): the stop is its teardown."""
+    index = rule_index(rules if rules is not None else shipped_rules())
+    return failure_before_stop([s.fact for s in stops], hits, kinds, index.failure, index.knock_on)
+
+
+def _died_before_stop(first: FailureFirst, stops: Sequence[Sign]) -> Assessment:
+    cause = first.cause
+    stop = next((s for s in stops if s.fact is first.stop), None)
+    stopped = f" ({stop.says})" if stop is not None else ""
+    same_log = first.stop.path == cause.path and first.stop.lineno is not None
+    where = f"line {first.stop.lineno}" if same_log else _place(first.stop.path, first.stop.lineno)
+    says = f"a failure line ({cause.rule_id}) came before the stop at {where}"
+    return Assessment(
+        ending=Ending.DIED,
+        sign=Evidence(
+            path=cause.path,
+            line=cause.lineno,
+            text=cause.text,
+            rule=cause.rule_id,
+            role=cause.role,
+            note=says,
+            rank=cause.rank,
+            host=cause.host,
+            timestamp=cause.timestamp,
+            clock=cause.clock,
+        ),
+        reason=(
+            f"The run failed: {says}; that stop{stopped} is the failure's teardown (a launcher, "
+            "runtime or scheduler ending the processes), not a stop from outside."
+        ),
+    )
 
 
 def _root_as_last_output(facts: Sequence[Fact], hits: Sequence[Hit]) -> list[Sign]:
@@ -281,8 +328,14 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         if "NODE FAIL" in reason.upper():
             add(Ending.DIED, "state", f"Slurm cancelled the job due to {reason.lower()}")
         else:
-            what = "by its user" if reason == "unspecified" else f"due to {reason.lower()}"
-            add(Ending.STOPPED, "scheduler", f"Slurm cancelled the job {what}")
+            # Without a reason it is `scancel` or slurmstepd's own kill (an exceeded memory
+            # limit): `decide.stop_order` tells them apart by what came before.
+            what = (
+                " (no reason given: scancel, or slurmstepd's own kill)"
+                if reason == "unspecified"
+                else f" due to {reason.lower()}"
+            )
+            add(Ending.STOPPED, "scheduler", f"Slurm cancelled the job{what}")
     elif key == "slurm.task_failure":
         _srun_sign(str(value), add)
     elif key == "mpi.nonzero_exit":
@@ -297,6 +350,10 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
             add(Ending.STOPPED, "scheduler", f"Kubernetes reports {reason}")
         elif reason == "Completed":
             add(Ending.COMPLETED, "completed", "Kubernetes reports the container Completed")
+        elif key == "k8s.event" and reason == "Failed" and item.attr("type") != "Normal":
+            # The kubelet's warning that it could not pull, create or start a container; its
+            # message carries the runtime's error (runc's `container init was OOM-killed`).
+            add(Ending.DIED, "state", "the kubelet could not start a container (a Failed event)")
     elif key == "k8s.disruption" and value in STOPPED_K8S_DISRUPTIONS:
         add(Ending.STOPPED, "scheduler", f"Kubernetes stopped the pod from outside ({value})")
     elif key == "k8s.job_condition" and value == "Failed":

@@ -259,7 +259,7 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     """Rank the categories from every input's hits and facts, once the failure detector
     (`decide.failure`) has said how the run ended: a death sign means a failure is seen
     whatever the rules matched; a finish or an outside stop means no failure at all."""
-    assessment = assess(analyses)
+    assessment = assess(analyses, rules)
     index = rule_index(rules)
     knock_on, failure_rules = index.knock_on, index.failure
     hits = [hit for analysis in analyses for hit in analysis.hits]

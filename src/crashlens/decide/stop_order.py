@@ -1,0 +1,129 @@
+"""Which came first, a failure or a stop? A stop that follows a failure is its teardown.
+
+A process that fails rarely dies alone: its launcher or supervisor then stops the rest with
+SIGTERM (vLLM's `Killing local vLLM worker processes`, torchelastic's `Sending process N
+closing signal SIGTERM`), `docker stop` sends SIGTERM (exit 143), a pod is terminated, and
+slurmstepd, once a job exceeds its memory limit, kills it and prints `*** JOB N ON node
+CANCELLED AT ... ***` with no `by <uid>`, the same line `scancel` prints. Read alone, each of
+those looks like a stop from outside. After a cause-level failure line it is the knock-on of
+that failure, and the run died of the failure (`failure_before_stop`).
+
+A stop is external only with no cause-level failure before it, or when an explicit user or
+scheduler stop (Ctrl-C, a `KeyboardInterrupt`, `CANCELLED by <uid>`, `DUE TO TIME LIMIT`,
+`TIMEOUT`, `PREEMPTED`, a pod preempted or evicted through the API) comes before the errors:
+what the processes print after being stopped is then the stop's teardown noise.
+
+Order is read within one log (line numbers). A platform's record of the end (a container's
+exit code, a pod's state, an sacct row) is written after every log line, so an ambiguous stop
+there follows the failures the logs show; an explicit one there has no order against them
+and is left to stand as an outside stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from crashlens.model import Fact, Hit, InputKind, Role
+
+CAUSE_WEIGHT = 0.5
+"""A hit at least this decisive is a cause-level failure line (`policy.STRONG_FAILURE`'s
+level: the same strength that makes a failure seen whatever else the run printed)."""
+RUN_LOG_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
+"""Inputs that tell the run's own story line by line; the other kinds are records of it
+(container and pod states, scheduler accounting), written when it had ended."""
+
+_USER_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
+_EXPLICIT_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})
+_EXPLICIT_K8S = frozenset({"Preempting", "Shutdown", "NodeShutdown"})
+
+
+@dataclass(frozen=True, slots=True)
+class FailureFirst:
+    """A cause-level failure line and the stop that followed it (its teardown)."""
+
+    cause: Hit
+    stop: Fact
+
+
+def explicit_stop(item: Fact) -> bool:
+    """Whether a stop fact says who stopped the run and why (a user, the scheduler's limits,
+    a preemption), rather than only how the process was ended (SIGTERM, exit 143, a bare
+    `CANCELLED`): only the latter is also how a failure's teardown looks."""
+    key, value = item.key, str(item.value)
+    if key == "python.exception":
+        return value.startswith(_USER_EXCEPTIONS)
+    if key == "log.ends_with":
+        return any(name in item.text for name in _USER_EXCEPTIONS)
+    if key == "launcher.signal":
+        return value == "SIGINT"
+    if key in ("launcher.exit_code", "process.exit_code", "k8s.exit_code", "docker.exit_code"):
+        return item.value in (130, -2)
+    if key == "slurm.state":
+        return value in _EXPLICIT_SLURM or item.attr("by") is not None
+    if key == "slurm.cancelled":
+        # slurmstepd names the scheduler's reasons (`DUE TO TIME LIMIT`, `DUE TO PREEMPTION`)
+        # and, on newer versions, the cancelling uid; a bare `CANCELLED AT` is scancel or
+        # slurmstepd's own kill (an exceeded memory limit).
+        return value != "unspecified"
+    if key == "slurm.task_failure":
+        return value.lower() == "interrupt"
+    if key in ("k8s.reason", "k8s.event"):
+        return value in _EXPLICIT_K8S
+    return key == "k8s.disruption"
+
+
+def cause_level(hit: Hit, failure_rules: frozenset[str], knock_on: frozenset[str]) -> bool:
+    """Whether a rule hit shows a failure that can end a run by itself: a decisive failure line
+    that is not counter-evidence, a context, or a rule's usual consequence of another failure."""
+    return (
+        not hit.against
+        and hit.role is not Role.CONTEXT
+        and hit.weight >= CAUSE_WEIGHT
+        and hit.rule_id in failure_rules
+        and hit.rule_id not in knock_on
+        and hit.lineno is not None
+    )
+
+
+def failure_before_stop(
+    stops: Sequence[Fact],
+    hits: Sequence[Hit],
+    kinds: Mapping[str, InputKind | None],
+    failure_rules: frozenset[str],
+    knock_on: frozenset[str],
+) -> FailureFirst | None:
+    """The earliest cause-level failure line that a stop followed, with that stop; None when
+    every stop is external (nothing failed before it, or an explicit stop came first)."""
+    causes = sorted(
+        (h for h in hits if cause_level(h, failure_rules, knock_on)),
+        key=lambda h: (h.path, h.lineno or 0),
+    )
+    if not causes:
+        return None
+    logs = {h.path for h in causes}
+    # An explicit stop with no order against the failures (another input, a platform's
+    # record) stands: the errors may be what the stopped processes printed.
+    if any(explicit_stop(s) and (s.path not in logs or s.lineno is None) for s in stops):
+        return None
+    for stop in sorted(stops, key=lambda s: (s.path, s.lineno or 0)):
+        before = [h for h in causes if _precedes(h, stop, kinds)]
+        if not before:
+            continue
+        first = before[0]
+        if any(_stopped_first(s, first) for s in stops if explicit_stop(s)):
+            continue
+        return FailureFirst(cause=first, stop=stop)
+    return None
+
+
+def _precedes(cause: Hit, stop: Fact, kinds: Mapping[str, InputKind | None]) -> bool:
+    if stop.path == cause.path:
+        return stop.lineno is None or (cause.lineno or 0) < stop.lineno
+    # A platform's record of the end follows every line of the run's logs.
+    return kinds.get(stop.path) not in RUN_LOG_KINDS and kinds.get(cause.path) in RUN_LOG_KINDS
+
+
+def _stopped_first(stop: Fact, cause: Hit) -> bool:
+    """Whether an explicit stop comes before the failure line, in the same log."""
+    return stop.path == cause.path and (stop.lineno or 0) < (cause.lineno or 0)
