@@ -41,7 +41,7 @@ def analyze_job(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
         except Exception as error:  # a bug must cost one row, not the scan
             row.reason = f"analysis failed: {type(error).__name__}: {error}"
     row.seconds = round(time.perf_counter() - started, 4)
-    row.make_encodable()
+    row.make_inert()
     return row
 
 

@@ -69,6 +69,7 @@ def frame(rows: Sequence[JobRow]) -> pl.DataFrame:
 
     schema = _schema()
     assert tuple(schema) == COLUMNS, "output schema and JobRow fields disagree"
+    rows = [_inert(row) for row in rows]
     # Built column by column: polars converts a list per column far faster than a dict per row.
     # Nested columns go through JSON: polars decodes it in Rust ~20x faster than it converts
     # Python lists of dicts (gpu_details alone cost ~25 ms per 1000 jobs).
@@ -144,6 +145,14 @@ def inert_csv(data: pl.DataFrame) -> pl.DataFrame:
             if dtype == pl.Utf8
         ]
     )
+
+
+def _inert(row: JobRow) -> JobRow:
+    """A copy of `row` with its text in visible form. Rows are made inert where they are made
+    (`analyze_job`); this also covers rows read back from a cache an older version wrote."""
+    copy = JobRow.from_dict(row.to_dict())
+    copy.make_inert()
+    return copy
 
 
 def _json_list(value: Any) -> str:

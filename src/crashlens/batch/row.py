@@ -7,6 +7,7 @@ from typing import Any
 
 from crashlens.batch.jobs import JobSpec
 from crashlens.model import Verdict
+from crashlens.render.inert import visible
 
 
 @dataclass(slots=True)
@@ -50,18 +51,25 @@ class JobRow:
     seconds: float = 0.0
     """Time the analysis of this job took."""
 
-    def make_encodable(self) -> None:
-        """Show the bytes of an undecodable file name as `\\xNN` in every text field.
+    def make_inert(self) -> None:
+        """Write every text field in its visible form (`render.inert.visible`): a control
+        character or an escape sequence from a log line (`ESC ]52;`, `ESC c`, the single-byte
+        CSI, NUL) is shown as `\\x1b]52;`, never written raw into the table, the cache, the
+        summary or the metrics. Idempotent (the visible form has no control characters).
 
-        Names the OS could not decode reach Python as lone surrogates (surrogateescape), which
-        no UTF-8 writer accepts: the table, the cache and the summary would all fail on them.
+        It also makes the bytes of an undecodable file name `\\xNN`: such names reach Python
+        as lone surrogates (surrogateescape), which no UTF-8 writer accepts.
         """
         for name in _TEXT_FIELDS:
             value = getattr(self, name)
             if isinstance(value, str):
-                setattr(self, name, _encodable(value))
+                setattr(self, name, visible(value))
             elif isinstance(value, list):
-                setattr(self, name, [_encodable(v) if isinstance(v, str) else v for v in value])
+                setattr(self, name, [visible(v) if isinstance(v, str) else v for v in value])
+        self.gpu_details = [
+            {key: None if text is None else visible(text) for key, text in item.items()}
+            for item in self.gpu_details
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """The row as plain data (lists copied; `asdict`'s deep recursion cost ~0.1 ms/row)."""
@@ -81,7 +89,7 @@ class JobRow:
             bytes=job.size,
             reason=reason,
         )
-        row.make_encodable()  # the rows of jobs that fail before analysis are written too
+        row.make_inert()  # the rows of jobs that fail before analysis are written too
         return row
 
     @classmethod
@@ -103,24 +111,18 @@ class JobRow:
 COLUMNS = tuple(f.name for f in fields(JobRow))
 _TEXT_FIELDS = (
     "job",
+    "verdict",
+    "fingerprint",
     "signature",
     "summary",
     "evidence",
+    "rules",
     "hosts",
     "gpus",
     "hardware_hosts",
     "skipped",
     "reason",
 )
-
-
-def _encodable(text: str) -> str:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raw = text.encode("utf-8", "surrogateescape")
-        return raw.decode("utf-8", "backslashreplace")
-    return text
 
 
 _LIST_FIELDS = ("rules", "hosts", "gpus", "hardware_hosts", "skipped")
