@@ -400,3 +400,24 @@ def test_the_first_progress_line(line: str) -> None:
 )
 def test_no_progress(line: str) -> None:
     assert values(facts(f"{line}\nSegmentation fault (core dumped)\n"), "log.progress") == []
+
+
+# --- InfiniBand asked for, none found ----------------------------------------------------------
+
+
+def test_infiniband_asked_for_and_not_found() -> None:
+    text = (
+        "gpu-7:88:120 [0] NCCL INFO NCCL_IB_HCA set to mlx5_2,mlx5_3\n"
+        "gpu-7:88:120 [0] NCCL INFO NET/IB : No device found.\n"
+        "gpu-7:88:120 [0] NCCL INFO NET/Socket : Using [0]bond0:10.1.0.7<0>\n"
+    )
+    found = one(facts(text), "nccl.ib_unavailable")
+    assert (found.value, found.lineno) == ("NCCL_IB_HCA", 2)
+
+
+def test_no_infiniband_found_without_asking_is_no_fact() -> None:
+    text = (
+        "gpu-7:88:120 [0] NCCL INFO NET/IB : No device found.\n"
+        "gpu-7:88:120 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.0.7<0>\n"
+    )
+    assert values(facts(text), "nccl.ib_unavailable") == []

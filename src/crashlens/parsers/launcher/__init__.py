@@ -46,6 +46,9 @@ Fact keys:
 * `nccl.error`: str ncclRemoteError | ncclSystemError | ncclUnhandledCudaError |
   ncclInternalError | ncclInvalidUsage | ncclInvalidArgument; attrs rank, host.
 * `nccl.transport`: str the network NCCL chose (`Using network IB|Socket`).
+* `nccl.ib_unavailable`: str the settings that asked NCCL for InfiniBand (`NCCL_IB_HCA`,
+  `NCCL_IB_DISABLE` set to 0, comma-joined), at NCCL's `NET/IB : No device found`: the job
+  wants verbs devices that the process cannot see (it falls back to TCP sockets).
 * `nccl.ib_devices`: str the InfiniBand/RoCE devices NCCL opened, comma-joined as printed
   (`mlx5_0:1/IB,mlx5_3:1/RoCE`, from `NET/IB : Using [0]mlx5_0:1/IB ...`): verbs are in use.
 * `slurm.oom_kill_events`: int attrs step; `slurm.cancelled`: str reason (`TIME LIMIT`...,

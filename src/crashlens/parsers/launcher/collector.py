@@ -71,6 +71,12 @@ _NCCL_NET = re.compile(r"NCCL INFO Using network ([A-Za-z0-9_]+)")
 # `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/RoCE ; OOB ib0:10.0.0.12<0>`: the verbs devices
 # NCCL opened (not printed when it finds none: `NET/IB : No device found.`)
 _NCCL_IB = re.compile(r"NCCL INFO NET/IB ?: ?Using ((?:\[[0-9]+\][^ \t;\[]+[ \t]*)+)")
+# NCCL's echo of an environment setting that asks for InfiniBand (an HCA named, IB not
+# disabled), and its report that it found no verbs device to use
+_NCCL_IB_ASKED = re.compile(
+    r"NCCL INFO (NCCL_IB_HCA) set |NCCL INFO (NCCL_IB_DISABLE) set [^\n]*to 0\b"
+)
+_NCCL_IB_NONE = re.compile(r"NCCL INFO NET/IB ?: ?No device found")
 _NCCL_ERRORS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "ncclRemoteError",
@@ -111,6 +117,8 @@ class LauncherCollector(DeathSigns):
         self.subprocess_exits: list[Fact] = []
         self.report = ReportReader(path, self.facts, self.signals)
         self.teardown = TeardownTracker()
+        self.ib_asked: dict[str, Line] = {}
+        self.ib_none: Line | None = None
 
     def _add(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> Fact:
         made = fact(key, value, self.path, line.lineno, text=line.raw, **attrs)
@@ -408,6 +416,20 @@ class LauncherCollector(DeathSigns):
         if m := _NCCL_NET.search(line.text):
             self.keep_first("nccl.transport", m.group(1), line)
 
+    def on_ib_request(self, line: Line) -> None:
+        if m := _NCCL_IB_ASKED.search(line.text):
+            self.ib_asked.setdefault(m.group(1) or m.group(2), line)
+        elif _NCCL_IB_NONE.search(line.text) and self.ib_none is None:
+            self.ib_none = line
+
+    def _ib_unavailable(self) -> Fact | None:
+        """`nccl.ib_unavailable`: InfiniBand asked for, no device found (see the docstring)."""
+        if self.ib_none is None or not self.ib_asked:
+            return None
+        line = self.ib_none
+        asked = ",".join(sorted(self.ib_asked))
+        return fact("nccl.ib_unavailable", asked, self.path, line.lineno, text=line.raw)
+
     def on_ib_devices(self, line: Line) -> None:
         if m := _NCCL_IB.search(line.text):
             devices = ",".join(part.split("]", 1)[1] for part in m.group(1).split())
@@ -457,7 +479,14 @@ class LauncherCollector(DeathSigns):
         facts.extend(self.singles.values())
         self._derive_world(facts)
         facts.extend(
-            f for f in (self.report.first_failure, self.restarts, self.cpu_mem) if f is not None
+            f
+            for f in (
+                self.report.first_failure,
+                self.restarts,
+                self.cpu_mem,
+                self._ib_unavailable(),
+            )
+            if f is not None
         )
         return facts
 
@@ -558,6 +587,10 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     # every rank prints it; the first one is all that is kept
     Anchor(r"NCCL INFO Using network ", L.on_transport, settles=("nccl.transport",)),
     Anchor(r"NCCL INFO NET/IB ?: ?Using \[", L.on_ib_devices, settles=("nccl.ib_devices",)),
+    Anchor(
+        r"NCCL INFO NCCL_IB_(?:HCA|DISABLE) set |NCCL INFO NET/IB ?: ?No device found",
+        L.on_ib_request,
+    ),
     # its `+cu121` names CUDA too
     Anchor(
         r"torch==[0-9]|(?:PyTorch|torch) version:? [0-9]",
