@@ -14,7 +14,7 @@ import stat
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from crashlens.inputs.limits import ENVIRONMENT, Budget, InputLimits, mib, over_ratio
 from crashlens.inputs.source import Item, skipped
@@ -22,6 +22,84 @@ from crashlens.inputs.streams import Bounded, Notes, read_up_to
 
 Route = Callable[[str, str, IO[bytes], int | None, int, Budget, Notes], Iterator[Item]]
 """discover's dispatcher: (display, name, stream, size, depth, budget, notes) -> items."""
+
+
+TAR_HEADER_BYTES = 1024 * 1024
+"""What the extension headers in front of one tar member may take, together (pax and global
+pax headers, GNU long names and links, GNU sparse maps). tarfile reads each one whole; real
+ones hold a path, a few times and extended attributes: kilobytes."""
+TAR_HEADER_CHAIN = 8
+"""Extension headers in a row in front of one member (tarfile nests a call per header)."""
+_EXTENSION_HEADERS = {
+    tarfile.GNUTYPE_LONGNAME: "GNU long name",
+    tarfile.GNUTYPE_LONGLINK: "GNU long link name",
+    tarfile.GNUTYPE_SPARSE: "GNU sparse",
+    tarfile.XHDTYPE: "pax",
+    tarfile.XGLTYPE: "global pax",
+    tarfile.SOLARIS_XHDTYPE: "Solaris pax",
+}
+
+
+class TarHeaderRefused(Exception):
+    """A tar member's extension headers are too big or too many to be read: the walk stops."""
+
+
+class _HeaderReader:
+    """The archive's stream while extension headers are read: refuses, before it reads, what
+    would take the headers of one member past `TAR_HEADER_BYTES`."""
+
+    def __init__(self, stream: Any, outer: _HeaderReader | None, what: str) -> None:
+        self.stream = stream
+        self.outer = outer
+        self.what = what
+        self.chain: int = outer.chain + 1 if outer is not None else 1
+        self.count = 0
+
+    def read(self, size: int) -> bytes:
+        self.spend(size)
+        data: bytes = self.stream.read(size)
+        return data
+
+    def spend(self, size: int) -> None:
+        self.count += size
+        if self.count > TAR_HEADER_BYTES:
+            raise TarHeaderRefused(
+                f"the {self.what} header of a member would take {mib(self.count)} or more "
+                f"(a tar member's headers may take {mib(TAR_HEADER_BYTES)})"
+            )
+        if self.outer is not None:
+            self.outer.spend(size)
+
+    def tell(self) -> int:
+        position: int = self.stream.tell()
+        return position
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A member header whose extension headers are read within bounds (tarfile would read a
+    pax header or a long name of any declared size into memory whole)."""
+
+    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        process = cast(Callable[[tarfile.TarFile], tarfile.TarInfo], super()._proc_member)  # type: ignore[misc]
+        what = _EXTENSION_HEADERS.get(self.type)
+        if what is None:
+            return process(archive)
+        outer = archive.fileobj if isinstance(archive.fileobj, _HeaderReader) else None
+        reader = _HeaderReader(archive.fileobj, outer, what)
+        if reader.chain > TAR_HEADER_CHAIN:
+            raise TarHeaderRefused(
+                f"more than {TAR_HEADER_CHAIN} extension headers in a row in front of a member"
+            )
+        if self.type != tarfile.GNUTYPE_SPARSE and self.size > TAR_HEADER_BYTES:
+            raise TarHeaderRefused(
+                f"a {what} header of {mib(self.size)} (a tar member's headers may take "
+                f"{mib(TAR_HEADER_BYTES)})"
+            )
+        archive.fileobj = cast(Any, reader)
+        try:
+            return process(archive)
+        finally:
+            archive.fileobj = reader.stream
 
 
 BOMB = "expands like a compression bomb, and the members after it lie past all of it"
@@ -62,7 +140,9 @@ def tar_members(
 
     try:
         # Big reads: skipping a member's rest reads it through, one buffer at a time.
-        with tarfile.open(fileobj=stream, mode="r|", bufsize=TAR_BUFFER) as archive:
+        with tarfile.open(
+            fileobj=stream, mode="r|", bufsize=TAR_BUFFER, tarinfo=_BoundedTarInfo
+        ) as archive:
             for member in archive:
                 shown = f"{display}!{member.name}"
                 if member.issym() or member.islnk():
@@ -101,6 +181,9 @@ def tar_members(
                     )
                     yield skipped(display, reason)
                     return
+    except TarHeaderRefused as error:
+        yield skipped(display, f"rest of the archive not read: {error}")
+        return
     except Exception as error:  # tarfile, the decoders and the OS each raise their own
         problem = budget.exceeded or archive_notes.last()
         if problem:
