@@ -40,7 +40,8 @@ from crashlens.parsers.tail import Tail
 from crashlens.text.linear import Linear, linear_text
 
 MAX_HITS_PER_RULE = 20
-"""Hits kept per rule and input (the earliest); later ones are only counted."""
+"""Hits kept per rule and input (the earliest); a later line a rule's scan pattern proposes
+costs nothing for that rule (it is neither confirmed nor decoded for it)."""
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 """Structured inputs bigger than this are parsed from their first 64 MiB only."""
 MAX_TEXT_CHARS = 2000
@@ -70,6 +71,8 @@ class KindScan:
     """Per pattern index of `backend`, what it stands for."""
     anchor_patterns: dict[int, int]
     """Per anchor of the kind's parser, its pattern index in `backend`."""
+    rule_patterns: dict[str, tuple[int, ...]]
+    """Per rule id, the indices of its patterns in `backend`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +154,16 @@ def _compile_kind(rules: tuple[Rule, ...], kind: InputKind, prefer: str) -> Kind
         backend=make_backend(patterns, prefer),
         targets=tuple(targets),
         anchor_patterns={t.anchor: i for i, t in enumerate(targets) if t.rule is None},
+        rule_patterns=_rule_patterns(targets),
     )
+
+
+def _rule_patterns(targets: list[_Target]) -> dict[str, tuple[int, ...]]:
+    found: dict[str, list[int]] = {}
+    for index, target in enumerate(targets):
+        if target.rule is not None:
+            found.setdefault(target.rule.id, []).append(index)
+    return {rule: tuple(indices) for rule, indices in found.items()}
 
 
 class _HitBuffer:
@@ -159,11 +171,16 @@ class _HitBuffer:
 
     def __init__(self) -> None:
         self.kept: dict[str, list[Hit]] = {}
+        self.full: set[str] = set()
+        """Rules with all their hits kept: a log of a million matching lines costs the
+        rule 20 confirmations, not a million."""
 
     def add(self, hit: Hit) -> None:
         kept = self.kept.setdefault(hit.rule_id, [])
         if len(kept) < MAX_HITS_PER_RULE:
             kept.append(hit)
+            if len(kept) == MAX_HITS_PER_RULE:
+                self.full.add(hit.rule_id)
 
     def hits(self) -> tuple[Hit, ...]:
         return tuple(hit for rule_hits in self.kept.values() for hit in rule_hits)
@@ -257,10 +274,18 @@ def _scan(
     """
     kind_anchors = matcher.anchors.get(kind, ())
     search = matcher.scan_for(kind)
-    ignored: set[int] = set()  # the scan patterns of settled anchors
+    # The scan patterns of settled anchors and of rules whose hits are all kept: a line
+    # proposed by those alone is not even cut out of its chunk.
+    ignored: set[int] = set()
+    full = buffer.full
+    settled_before = full_before = 0
     for candidate in scan_chunks(chunks, search.backend, ignored):
-        if len(settled) > len(ignored):
+        if len(settled) > settled_before:
+            settled_before = len(settled)
             ignored.update(search.anchor_patterns[a] for a in settled)
+        if len(full) > full_before:
+            full_before = len(full)
+            ignored.update(i for rule in full for i in search.rule_patterns.get(rule, ()))
         if ignored.issuperset(candidate.patterns):
             continue  # settled while this line was already on its way
         targets = [search.targets[i] for i in candidate.patterns]
@@ -269,7 +294,7 @@ def _scan(
         seen: set[str] = set()
         for target in targets:
             rule = target.rule
-            if rule is None or rule.id in seen:
+            if rule is None or rule.id in seen or rule.id in full:
                 continue
             seen.add(rule.id)
             captures = rule.match_line(raw)

@@ -1,0 +1,72 @@
+"""Work per matching line: a rule with all its hits kept costs nothing more, and nothing changes.
+
+The engine keeps the earliest `MAX_HITS_PER_RULE` hits of each rule; a later line a rule's scan
+pattern proposes is then skipped for that rule (not confirmed, not decoded for it alone).
+These tests pin what that must not change: the hits kept are exactly the earliest ones each
+rule confirms, on both backends, and the facts of lines that also feed the parser are kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashlens.match.engine import MAX_HITS_PER_RULE
+from crashlens.match.site import library
+from crashlens.model import InputAnalysis
+from crashlens.parsers.base import clean_line
+from crashlens.pipeline import AnalyzeOptions, analyze_inputs
+
+LINES = (
+    "[rank{r}]:[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum={s}, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600012 ms",
+    "RuntimeError: DataLoader worker (pid {s}) is killed by signal: Bus error. It is possible "
+    "that dataloader's workers are out of shared memory.",
+    "[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {s}.00 MiB.",
+    "step {s} loss 1.234 lr 3e-4",
+)
+
+
+def _log(tmp_path: Path, count: int) -> Path:
+    path = tmp_path / "train.log"
+    lines = [LINES[i % len(LINES)].format(r=i // len(LINES) % 8, s=i) for i in range(count)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _analysis(path: Path, backend: str) -> InputAnalysis:
+    [analysis] = analyze_inputs([str(path)], AnalyzeOptions(backend=backend), library())
+    return analysis
+
+
+@pytest.mark.parametrize("backend", ["python", "hyperscan"])
+def test_the_hits_kept_are_the_earliest_each_rule_confirms(tmp_path: Path, backend: str) -> None:
+    if backend == "hyperscan":
+        pytest.importorskip("hyperscan")
+    path = _log(tmp_path, 4000)
+    analysis = _analysis(path, backend)
+    rules = {rule.id: rule for rule in library()}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept: dict[str, list[int]] = {}
+    for hit in analysis.hits:
+        assert hit.lineno is not None
+        kept.setdefault(hit.rule_id, []).append(hit.lineno)
+    assert kept, "the log must hit rules"
+    assert max(len(found) for found in kept.values()) == MAX_HITS_PER_RULE
+    for rule_id, found in kept.items():
+        rule = rules[rule_id]
+        confirmed = [
+            number
+            for number, line in enumerate(lines, 1)
+            if rule.match_line(clean_line(line)) is not None
+        ]
+        assert found == confirmed[:MAX_HITS_PER_RULE], rule_id
+
+
+def test_parser_facts_keep_coming_after_the_rules_are_full(tmp_path: Path) -> None:
+    """Every rank's watchdog timeout is a fact, though its rule stopped at 20 hits."""
+    analysis = _analysis(_log(tmp_path, 4000), "auto")
+    timeouts = [f for f in analysis.facts if f.key == "nccl.timeout"]
+    assert {f.attr("rank") for f in timeouts} == set(range(8))
+    assert len(timeouts) == 200  # the collector's own bound (MAX_EXCEPTIONS), not the rules'
