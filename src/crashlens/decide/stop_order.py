@@ -13,6 +13,12 @@ scheduler stop (Ctrl-C, a `KeyboardInterrupt`, `CANCELLED by <uid>`, `DUE TO TIM
 `TIMEOUT`, `PREEMPTED`, a pod preempted or evicted through the API) comes before the errors:
 what the processes print after being stopped is then the stop's teardown noise.
 
+A failure line the run went on from is no cause of the stop: when a log's training progress
+first shows after the line and before the stop (a connect retry at start-up, then an hour of
+steps, then `scancel`), the run got past it, and the stop stands as an outside one. (Only the
+first progress line is known, `log.progress`: a warning the run survived in mid-training, with
+a bare SIGTERM after it, still reads as its cause.)
+
 Order is read within one log (line numbers). A platform's record of the end (a container's
 exit code, a pod's state, an sacct row) is written after every log line, so an ambiguous stop
 there follows the failures the logs show; an explicit one there has no order against them
@@ -92,9 +98,12 @@ def failure_before_stop(
     kinds: Mapping[str, InputKind | None],
     failure_rules: frozenset[str],
     knock_on: frozenset[str],
+    progress: Mapping[str, int] | None = None,
 ) -> FailureFirst | None:
     """The earliest cause-level failure line that a stop followed, with that stop; None when
-    every stop is external (nothing failed before it, or an explicit stop came first)."""
+    every stop is external (nothing failed before it, or an explicit stop came first).
+    `progress`: each log's first line of training progress (`log.progress`)."""
+    started = progress or {}
     causes = sorted(
         (h for h in hits if cause_level(h, failure_rules, knock_on)),
         key=lambda h: (h.path, h.lineno or 0),
@@ -107,7 +116,7 @@ def failure_before_stop(
     if any(explicit_stop(s) and (s.path not in logs or s.lineno is None) for s in stops):
         return None
     for stop in sorted(stops, key=lambda s: (s.path, s.lineno or 0)):
-        before = [h for h in causes if _precedes(h, stop, kinds)]
+        before = [h for h in causes if _precedes(h, stop, kinds) and not _went_on(h, stop, started)]
         if not before:
             continue
         first = before[0]
@@ -122,6 +131,15 @@ def _precedes(cause: Hit, stop: Fact, kinds: Mapping[str, InputKind | None]) -> 
         return stop.lineno is None or (cause.lineno or 0) < stop.lineno
     # A platform's record of the end follows every line of the run's logs.
     return kinds.get(stop.path) not in RUN_LOG_KINDS and kinds.get(cause.path) in RUN_LOG_KINDS
+
+
+def _went_on(cause: Hit, stop: Fact, started: Mapping[str, int]) -> bool:
+    """Whether the log's training progress began after the failure line (and before a stop in
+    the same log): the run got past start-up after it, so it did not end the run."""
+    first = started.get(cause.path)
+    if first is None or first <= (cause.lineno or 0):
+        return False
+    return stop.path != cause.path or stop.lineno is None or first < stop.lineno
 
 
 def _stopped_first(stop: Fact, cause: Hit) -> bool:
