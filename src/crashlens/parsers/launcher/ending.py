@@ -10,8 +10,10 @@ Fact keys:
   traceback cut off at its separator; a Lua `stack traceback:`), `exception` (an exception
   line without a traceback in view), `fatal` (a fatal error or an abort message, from
   `FATAL_LINES`; attr `mechanism`), `error` (a program's `error:` / `Error response from
-  daemon` line); at the line that shows it. attr `teardown`: `thread`, `shutdown` or
-  `finalizer` when the traceback is one Python reports and goes on from (`_teardown`).
+  daemon` line); at the line that shows it. attr `teardown`: `thread`, `shutdown`,
+  `finalizer` or `cancelled` when the traceback is one the process reports and goes on from
+  (`_teardown`, the kinds of `teardown.py`); a chained traceback cut off at its separator
+  belongs to the report it continues.
 
 Facts, not verdicts: `crashlens.decide.failure` decides what they mean with the other inputs.
 """
@@ -24,6 +26,8 @@ from collections.abc import Sequence
 from crashlens.model import Fact, Line
 from crashlens.parsers.base import fact
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS, parse_exception
+from crashlens.parsers.launcher.teardown import FRAMES as TEARDOWN_FRAMES
+from crashlens.parsers.launcher.teardown import QUEUE_CANCELLED
 
 TRACEBACK_HEADER = re.compile(
     r"Traceback \(most recent call last\):|^[ \t]*File \"[^\"\n]+\", line [0-9]+"
@@ -186,7 +190,11 @@ def _closing(texts: Sequence[str], raw: str) -> tuple[str, int, str | None, str 
                 break
             kind = "traceback" if framed else "exception"
             return kind, index, None, _teardown(texts[: index + 1])
-    if CHAINED.search(texts[last]) or LUA_TRACEBACK.search(texts[last]):
+    if CHAINED.search(texts[last]):
+        # cut off where the next traceback of the chain would begin: the exception above it
+        # says whose report this is
+        return "traceback", last, None, _teardown(texts[:last])
+    if LUA_TRACEBACK.search(texts[last]):
         return "traceback", last, None, None
     if ERROR_LINE.search(texts[last]):
         return "error", last, None, None
@@ -203,9 +211,10 @@ def _continues(pair: Sequence[str]) -> bool:
 
 
 def _teardown(block: Sequence[str]) -> str | None:
-    """Whether the traceback that ends `block` was one Python reports and goes on from:
+    """Whether the traceback that ends `block` was one the process reports and goes on from:
     `thread` (a thread's exception), `shutdown` (at interpreter exit), `finalizer` (a
-    `__del__` or weakref callback's exception, which Python ignores)."""
+    `__del__` or weakref callback's exception, which Python ignores), `cancelled` (a
+    TensorFlow queue operation cancelled as its queue or session closed)."""
     headers = [i for i, t in enumerate(block) if "Traceback (most recent call last)" in t]
     start = max(headers[-1] - 1, 0) if headers else max(len(block) - 4, 0)
     own = block[start:]
@@ -215,4 +224,9 @@ def _teardown(block: Sequence[str]) -> str | None:
         return "shutdown"
     if any(FINALIZER.search(t) for t in own):
         return "finalizer"
+    for kind, frame in TEARDOWN_FRAMES:
+        if kind == "thread" and any(frame.search(t) for t in own):
+            return "thread"  # its outermost frame, where the announcing line was lost
+    if any(QUEUE_CANCELLED.search(t) for t in own):
+        return "cancelled"
     return None
