@@ -348,3 +348,30 @@ def test_a_finalizers_ordinary_error_is_no_exit(tmp_path: Path) -> None:
         "Segmentation fault (core dumped)\n"
     )
     assert assessed(tmp_path, {"train.log": text}).ending is Ending.DIED
+
+
+def test_a_silent_log_from_a_running_container_is_never_none(tmp_path: Path) -> None:
+    inspect = (
+        '[{"Id": "9f3c", "State": {"Status": "running", "Running": true, "ExitCode": 0},'
+        ' "HostConfig": {"ShmSize": 67108864, "IpcMode": "private"}}]'
+    )
+    files = {"train.log": "epoch 1 batch 10\nepoch 1 batch 20\n", "docker_inspect.json": inspect}
+    found = report(tmp_path, files)
+    assert found.assessment is not None and "still running" in found.assessment.reason
+    assert found.verdict is not Verdict.NONE
+    exited = inspect.replace('"running", "Running": true', '"exited", "Running": false')
+    other = tmp_path / "exited"
+    other.mkdir()
+    assert report(other, {**files, "docker_inspect.json": exited}).verdict is not Verdict.UNKNOWN
+
+
+def test_faulthandlers_crash_in_the_collector(tmp_path: Path) -> None:
+    text = (
+        "Fatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f1c2a4b5740 (most recent call first):\n"
+        "  Garbage-collecting\n"
+        '  File "/srv/model.py", line 88 in forward\n'
+    )
+    analyses = analyze_inputs([str(write(tmp_path, {"run.log": text}))])
+    crash = [f for a in analyses for f in a.facts if f.key == "python.gc_crash"]
+    assert [f.lineno for f in crash] == [4]

@@ -23,7 +23,10 @@ as a cause (a root hit), or that prints an error of the CUDA or NCCL catalogs:
    API (its `DisruptionTarget` reason), and, once a scheduler has stopped the job, its SIGKILL
    (exit 137, a container's `Error` with exit code 137). Those make the ending `STOPPED`
    when nothing else died.
-3. **Otherwise nothing says how it ended** (`UNKNOWN`): a log that simply stops.
+3. **Otherwise nothing says how it ended** (`UNKNOWN`): a log that simply stops. When the
+   container is still running at the same time (`still_running`), the process is alive but
+   silent: hung, or still working. The policy then counts a failure as possible (a hang is
+   one) and never answers `none`.
 
 Each sign says which mechanism it shows; `DEATH_SIGNS` ranks them, so the report names the
 most telling line (an exit code or a signal before the mere shape of the last line).
@@ -204,7 +207,13 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
             reason=f"The run was stopped from outside, not by a failure: {best.says}.",
             harmless=tuple(_stop_harmless(_alarms(_alarming(stops), hits), best)),
         )
-    if any(kinds.get(item.path) in FINISHED_PROCESS_KINDS for item in facts) or any(
+    if still_running(facts):
+        reason = (
+            "No ending was found: the log simply stops, and the container was still running "
+            "when it was inspected: the process was alive but printed nothing more (hung, or "
+            "still working)."
+        )
+    elif any(kinds.get(item.path) in FINISHED_PROCESS_KINDS for item in facts) or any(
         kind in FINISHED_PROCESS_KINDS for kind in kinds.values()
     ):
         reason = "No ending was found: the log simply stops, with no error, exit status or finish."
@@ -250,6 +259,13 @@ def _died_before_stop(first: FailureFirst, stops: Sequence[Sign]) -> Assessment:
             "runtime or scheduler ending the processes), not a stop from outside."
         ),
     )
+
+
+def still_running(facts: Sequence[Fact]) -> bool:
+    """Whether a platform's record shows the job's container still running (`State.Status`):
+    with a log that simply stops, the process is alive and silent, so the run had not ended
+    well when the inputs were collected."""
+    return any(f.key == "docker.status" and f.value == "running" for f in facts)
 
 
 def _root_as_last_output(facts: Sequence[Fact], hits: Sequence[Hit]) -> list[Sign]:

@@ -26,7 +26,7 @@ _CATEGORICAL = {
     "slurm.task_failure": "slurmtask",
 }
 _EXIT_KEYS = ("launcher.exit_code", "docker.exit_code")
-_NOT_FEATURES = frozenset({"log.progress"})
+_NOT_FEATURES = frozenset({"log.progress", "python.gc_crash"})
 """Flags that carry no cause (most runs print progress); the rules use them, not the model."""
 
 

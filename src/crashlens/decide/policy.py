@@ -34,7 +34,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from crashlens.decide.explain import apply_explanations
-from crashlens.decide.failure import assess
+from crashlens.decide.failure import assess, still_running
 from crashlens.match.rules import Rule, rule_index
 from crashlens.model import (
     Assessment,
@@ -273,7 +273,9 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     )
     weak = any(hit.rule_id in failure_rules for hit in hits) or _failure_exit(facts)
     died = assessment.ending is Ending.DIED
-    failure_seen = strong or (weak and not user_stopped(facts)) or died
+    # A silent log from a container still running: a hang is possible, `none` is not earned.
+    silent = assessment.ending is Ending.UNKNOWN and still_running(facts)
+    failure_seen = strong or (weak and not user_stopped(facts)) or died or silent
     explained = apply_explanations(hits, facts, rules)
     weighed, demoted = _weigh(explained.hits, knock_on, first_rank)
     weighed = [_with_reason(item, explained.reasons) for item in weighed]

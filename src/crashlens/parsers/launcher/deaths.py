@@ -33,6 +33,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `log.progress`: True at the first line that reports training progress (an epoch, step or
   iteration counter with its number, a loss value): the run got past start-up, so its
   libraries loaded and its GPU worked. Loading bars are no progress of training.
+* `python.gc_crash`: True, faulthandler's `Garbage-collecting` line in a dumped stack: the
+  fatal error struck during a garbage collection (CPython 3.10+, bpo-44466), i.e. while the
+  collector walked the heap: a corrupted object, so corrupted memory.
 * `log.last_line`, `log.ends_with`: how the log ends (`ending.py`).
 """
 
@@ -155,6 +158,7 @@ PROGRESS = re.compile(
 )
 """A training loop's progress line: a counter (`Epoch 3`, `[Epoch 1]`, `step: 200`, `iter 40`)
 or a loss value (`loss: 0.42`, `loss=1.3`)."""
+_GC_CRASH = re.compile(r"^[ \t]*Garbage-collecting[ \t]*$")
 _SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
 
 
@@ -314,6 +318,10 @@ class DeathSigns(AnchoredCollector):
         if PROGRESS.search(line.text):
             self.keep_first("log.progress", True, line)
 
+    def on_gc_crash(self, line: Line) -> None:
+        if _GC_CRASH.search(line.text):
+            self.keep_first("python.gc_crash", True, line)
+
     def on_exiting(self, line: Line) -> None:
         self._sign("python.exiting", True, line, rank=line.rank)
 
@@ -349,6 +357,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         D.on_shell_word,
     ),
     Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
+    # faulthandler's mark of a crash inside the garbage collector
+    Anchor(r"Garbage-collecting", D.on_gc_crash, settles=("python.gc_crash",)),
     # the first line of training progress is all that is kept
     Anchor(
         r"[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter|ITER|[Ll]oss|LOSS",
