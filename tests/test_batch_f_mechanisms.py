@@ -4,6 +4,8 @@ own (never the batch's text): each folder is what a user would hand over, analyz
 
 * The NVIDIA kernel module's API-mismatch message in every driver generation's wording.
 * An NVIDIA device node that does not exist because its kernel module is not loaded.
+* A DataLoader worker that exited unexpectedly in a container whose /dev/shm is Docker's
+  64 MiB default (docker inspect, df inside the container): shared memory, not a guess.
 """
 
 from __future__ import annotations
@@ -74,6 +76,44 @@ SCENARIOS = (
 )
 
 
+WORKER_EXIT = (
+    "Epoch 1/30\n"
+    "  8%|8         | 41/512 [00:31<05:58,  1.31it/s]\n"
+    "Traceback (most recent call last):\n"
+    '  File "/workspace/fit.py", line 212, in <module>\n'
+    "    for images, targets in loader:\n"
+    "RuntimeError: DataLoader worker (pid(s) 5121, 5127) exited unexpectedly\n"
+)
+
+
+def _inspect(shm: int, ipc: str) -> str:
+    return (
+        '[{"Id": "b71c", "State": {"Status": "exited", "Running": false, "ExitCode": 1},'
+        f' "HostConfig": {{"ShmSize": {shm}, "IpcMode": "{ipc}"}}}}]'
+    )
+
+
+SHM_SCENARIOS = (
+    Scenario(
+        "worker-exit-with-dockers-default-shm",
+        {"train.log": WORKER_EXIT, "docker_inspect.json": _inspect(67108864, "private")},
+        "shm",
+        "shm-small-dev-shm-explains-worker-exit",
+    ),
+    Scenario(
+        "worker-exit-with-a-64m-dev-shm-in-df",
+        {
+            "train.log": WORKER_EXIT,
+            "df.txt": "Filesystem      Size  Used Avail Use% Mounted on\n"
+            "overlay         1.8T  402G  1.3T  24% /\n"
+            "shm              64M     0   64M   0% /dev/shm\n",
+        },
+        "shm",
+        "shm-small-dev-shm-explains-worker-exit",
+    ),
+)
+
+
 def _folder(tmp_path: Path, scenario: Scenario) -> Path:
     folder = tmp_path / scenario.name
     folder.mkdir()
@@ -82,7 +122,7 @@ def _folder(tmp_path: Path, scenario: Scenario) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", SCENARIOS + SHM_SCENARIOS, ids=lambda s: s.name)
 def test_scenario_verdict(tmp_path: Path, scenario: Scenario) -> None:
     report = analyze([str(_folder(tmp_path, scenario))])
     assert str(report.verdict) == scenario.verdict, [
@@ -105,3 +145,16 @@ def test_missing_node_is_not_called_a_permission_problem(tmp_path: Path) -> None
     report = analyze([str(folder)])
     assert all(c.category != "permissions" for c in report.causes)
     assert report.causes[0].category == "driver"
+
+
+def test_worker_exit_with_the_hosts_shared_memory_is_not_explained(tmp_path: Path) -> None:
+    # --ipc=host: the 64 MiB ShmSize is not the job's /dev/shm, so nothing decides shm
+    scenario = Scenario(
+        "worker-exit-ipc-host",
+        {"train.log": WORKER_EXIT, "docker_inspect.json": _inspect(67108864, "host")},
+        "unknown",
+    )
+    report = analyze([str(_folder(tmp_path, scenario))])
+    assert str(report.verdict) != "shm"
+    cited = {item.rule for cause in report.causes for item in cause.evidence}
+    assert "shm-small-dev-shm-explains-worker-exit" not in cited
