@@ -161,6 +161,21 @@ def test_structure_and_key_elements() -> None:
     assert "binary data (an ELF core dump)" in page
 
 
+def test_confidence_words_are_the_terminals() -> None:
+    """The HTML says likely / near-certain / possible / unlikely as the terminal and
+    Markdown do (`render.likelihood`): nothing under an `unknown` verdict reads as sure."""
+    page = render_html(_report())
+    assert "82% confidence, likely" in page
+    assert '<strong class="pct">82%</strong> <span class="sure">likely</span>' in page
+    assert '<strong class="pct">20%</strong> <span class="sure">possible</span>' in page
+    sure = replace(_report(), causes=(replace(_report().causes[0], confidence=0.97),))
+    assert '<span class="sure">near-certain</span>' in render_html(sure)
+    unknown = replace(_report(), verdict=Verdict.UNKNOWN)
+    page = render_html(unknown)
+    assert "likely</span>" not in page.replace("unlikely</span>", "")
+    assert '<strong class="pct">82%</strong> <span class="sure">possible</span>' in page
+
+
 def test_log_text_is_escaped_everywhere() -> None:
     page = render_html(_report())
     assert "<script>alert" not in page

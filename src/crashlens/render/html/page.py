@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from crashlens.model import Action, Cause, Evidence, Report
-from crashlens.render import NO_CAUSE_TEXT
+from crashlens.model import Action, Cause, Evidence, Report, Verdict
+from crashlens.render import NO_CAUSE_TEXT, likelihood
 from crashlens.render.html.text import esc, short, time_label, where
 from crashlens.render.html.timeline import render_timeline
 
@@ -125,15 +125,17 @@ _CSP = (
 )
 
 
-def _confidence_bar(confidence: float) -> str:
+def _confidence_bar(confidence: float, sure: str) -> str:
+    """The bar, the percent and the word the terminal and Markdown print beside it
+    (`render.likelihood`: likely, near-certain, possible, unlikely)."""
     percent = max(0.0, min(1.0, confidence)) * 100
     return (
-        f'<div class="confidence" title="confidence {percent:.0f}%">'
+        f'<div class="confidence" title="confidence {percent:.0f}%, {esc(sure)}">'
         f'<svg viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
-        f'aria-label="confidence {percent:.0f}%">'
+        f'aria-label="confidence {percent:.0f}%, {esc(sure)}">'
         f'<rect class="track" width="100" height="10" rx="3"/>'
         f'<rect class="fill" width="{percent:.1f}" height="10" rx="3"/></svg>'
-        f'<strong class="pct">{percent:.0f}%</strong></div>'
+        f'<strong class="pct">{percent:.0f}%</strong> <span class="sure">{esc(sure)}</span></div>'
     )
 
 
@@ -192,13 +194,13 @@ def _actions(title: str, items: tuple[Action, ...], css: str) -> str:
     return "".join(out)
 
 
-def _cause(rank: int, cause: Cause) -> str:
+def _cause(rank: int, cause: Cause, verdict: Verdict) -> str:
     parts = [
         f'<article class="cause rank-{rank}" id="cause-{rank}" '
         f'data-category="{esc(cause.category.value)}">',
         "<header>",
         f"<h3>{rank}. <code>{esc(cause.category.value)}</code></h3>",
-        _confidence_bar(cause.confidence),
+        _confidence_bar(cause.confidence, likelihood(cause, verdict)),
         "</header>",
         f'<p class="summary">{esc(cause.summary)}</p>',
     ]
@@ -256,7 +258,9 @@ def render_html(report: Report, *, redacted: bool = False) -> str:
         f'<p class="label">Verdict: <code id="verdict-value">{esc(report.verdict)}</code>',
     ]
     if report.causes and report.verdict.names_cause:
-        body.append(f'<span class="badge">{report.causes[0].confidence:.0%} confidence</span>')
+        top = report.causes[0]
+        sure = likelihood(top, report.verdict)
+        body.append(f'<span class="badge">{top.confidence:.0%} confidence, {esc(sure)}</span>')
     body.append("</p>")
     body.append(f'<p class="headline">{esc(headline or "")}</p>')
     if report.first_failure:
@@ -275,7 +279,9 @@ def render_html(report: Report, *, redacted: bool = False) -> str:
         body.append("</section>")
     if report.causes:
         body.append('<section id="causes"><h2>Causes</h2>')
-        body.extend(_cause(rank, cause) for rank, cause in enumerate(report.causes, start=1))
+        body.extend(
+            _cause(rank, cause, report.verdict) for rank, cause in enumerate(report.causes, start=1)
+        )
         body.append("</section>")
     if report.next_checks:
         body.append('<section id="next-checks"><h2>What to collect next</h2>')
