@@ -4,6 +4,7 @@ own (never the batch's text): each folder is what a user would hand over, analyz
 
 * The NVIDIA kernel module's API-mismatch message in every driver generation's wording.
 * An NVIDIA device node that does not exist because its kernel module is not loaded.
+* A serving stack's own check that its shared-memory region does not fit in /dev/shm.
 * A DataLoader worker that exited unexpectedly in a container whose /dev/shm is Docker's
   64 MiB default (docker inspect, df inside the container): shared memory, not a guess.
 """
@@ -94,6 +95,21 @@ def _inspect(shm: int, ipc: str) -> str:
 
 
 SHM_SCENARIOS = (
+    Scenario(
+        "triton-python-backend-region-does-not-fit",
+        {
+            "tritonserver.log": "I0412 08:15:01.902114 1 python_be.cc:2127] "
+            "TRITONBACKEND_ModelInstanceInitialize: tokenizer_0 (CPU device 0)\n"
+            "E0412 08:15:02.119240 1 model_lifecycle.cc:621] failed to load 'tokenizer' "
+            "version 1: Internal: Unable to initialize shared memory key "
+            "'triton_python_backend_shm_region_1' to requested size (1048576 bytes). If you "
+            "are running Triton inside docker, use '--shm-size' flag to control the shared "
+            "memory region size. Each Python backend model instance requires at least 1 MB "
+            "of shared memory. Error: No space left on device\n",
+        },
+        "shm",
+        "shm-serving-stack-shared-memory-too-small",
+    ),
     Scenario(
         "worker-exit-with-dockers-default-shm",
         {"train.log": WORKER_EXIT, "docker_inspect.json": _inspect(67108864, "private")},
