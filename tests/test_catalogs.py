@@ -291,3 +291,23 @@ def test_shipped_coverage_lists_every_table_with_the_xid_table() -> None:
         assert 0 <= row.covered <= row.entries
         assert len(row.missing) == row.entries - row.covered
     assert catalog_patterns(None, str(tables_dir())) == ()
+
+
+def test_a_shell_word_list_is_checked() -> None:
+    entry = {
+        "id": "SIGKILL",
+        "code": 9,
+        "texts": ["Signal 9 (SIGKILL)"],
+        "shell": ["Killed", " padded "],
+        "category": "ambiguous",
+        "also": {"host_oom": 0.35},
+        "meaning": "killed",
+        "source": "https://man7.org/linux/man-pages/man7/signal.7.html",
+        "example": "Signal 9 (SIGKILL) received by PID 7",
+    }
+    table = {"catalog": {"name": "t", "title": "t", "sources": ["https://x.example"]}}
+    with pytest.raises(PatternError, match="shell"):
+        parse_catalog({**table, "entry": [entry]}, "t.toml")
+    entry["shell"] = ["Killed", "已杀死"]
+    parsed = parse_catalog({**table, "entry": [entry]}, "t.toml")
+    assert parsed.entries[0].shell == ("Killed", "已杀死")

@@ -1,8 +1,9 @@
 """The shell's crash words in other locales are death signs, and agree with the rule library.
 
-The failure detector (a parser, floor 2) keeps its own list of glibc's translated strsignal
-texts; the `signals` catalog and `host-oom-shell-killed` hold the same words for the rules.
-These tests fail when one side learns a word the other does not know.
+The failure detector (a parser, floor 2) reads glibc's translated strsignal texts from the
+`signals` catalog's `shell` lists (`parsers/tables.py`), where the rules' texts live too;
+`host-oom-shell-killed` copies the Killed words into its patterns. These tests fail when one
+side learns a word the other does not know.
 """
 
 from __future__ import annotations
@@ -112,3 +113,14 @@ def test_a_log_ending_in_a_translated_crash_word_died(tmp_path: Path) -> None:
     assessment = assess(analyze_inputs([str(tmp_path)]))
     assert assessment.ending is Ending.DIED
     assert assessment.sign is not None and "段错误" in assessment.sign.text
+
+
+def test_the_detector_reads_its_words_from_the_catalog() -> None:
+    shell = {
+        str(word): entry["code"]
+        for entry in _table_entries()
+        for word in entry.get("shell", [])  # type: ignore[attr-defined]
+    }
+    assert LOCALE_SIGNAL_WORDS.items() <= shell.items()
+    assert {"Killed", "Bus error", "Segmentation fault"} <= shell.keys()
+    assert all(SIGNALS[number] for number in set(shell.values()))

@@ -42,45 +42,38 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, AnchoredCollector, fact
 from crashlens.parsers.launcher.ending import ending_facts, fatal_kind
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
-from crashlens.parsers.launcher.signals import SIGNAL_WORDS, SIGNALS, SignalLog
+from crashlens.parsers.launcher.signals import (
+    ENGLISH_SIGNAL_WORDS,
+    LOCALE_SIGNAL_WORDS,
+    SIGNAL_WORDS,
+    SIGNALS,
+    SignalLog,
+)
 from crashlens.text.values import bounded_int
 
 MAX_SIGNS = 200
 """Facts of each kind kept (states, exit codes, signals)."""
 
-LOCALE_SIGNAL_WORDS: dict[str, int] = {
-    # glibc's strsignal() in the locale's language, as the shell prints it for a dead command
-    # (the same texts as the `signals` catalog's shell entries and `host-oom-shell-killed`;
-    # tests/parsers/test_locale_deaths.py checks that they agree).
-    "已杀死": 9,
-    "Getötet": 9,
-    "Processus arrêté": 9,
-    "強制終了": 9,
-    "总线错误": 7,
-    "Bus-Zugriffsfehler": 7,
-    "Erreur du bus": 7,
-    "バスエラー": 7,
-    "段错误": 11,
-    "Speicherzugriffsfehler": 11,
-    "Erreur de segmentation": 11,
-    "セグメンテーション違反": 11,
-    "已放弃": 6,
-    "Abgebrochen": 6,
-}
-"""Signal words of other locales (zh_CN, de, fr, ja) -> signal number."""
-_LOCALE_WORDS = "|".join(sorted(LOCALE_SIGNAL_WORDS, key=len, reverse=True))
-_WORDS = (
-    r"Killed|Bus error|Segmentation fault|Aborted|Illegal instruction"
-    r"|Floating point exception|Terminated|Hangup|Quit|Trace/breakpoint trap"
-    rf"|{_LOCALE_WORDS}"
-)
+_SPECIAL = re.compile(r"([\\.^$*+?{}\[\]|()])")
+
+
+def _alternatives(words: Iterable[str]) -> str:
+    """`words` as regex alternatives, longest first (only metacharacters escaped: `re.escape`
+    would escape spaces too, which the scan's literal prefilter reads differently)."""
+    ordered = sorted(words, key=lambda word: (-len(word), word))
+    return "|".join(_SPECIAL.sub(r"\\\1", word) for word in ordered)
+
+
+_WORDS = f"{_alternatives(ENGLISH_SIGNAL_WORDS)}|{_alternatives(LOCALE_SIGNAL_WORDS)}"
+"""The shell's words for a dying command: the signals catalog's `shell` lists (the C locale's
+and glibc's translations), longest first."""
 _CORE = (
     # bash's `(core dumped)` and its translations (zh_CN new and old, de, ja); Japanese
     # strsignal texts end in です before it

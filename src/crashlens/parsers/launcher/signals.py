@@ -1,61 +1,61 @@
-"""Signal names and numbers, and the `launcher.signal` facts kept once per death."""
+"""Signal names and numbers, and the `launcher.signal` facts kept once per death.
+
+The names, numbers and the words a shell prints for each come from the signals catalog
+(`patterns/tables/signals.toml`), which the rules read too.
+"""
 
 from __future__ import annotations
 
 import re
+from functools import cache
 
+from crashlens.library import tables_dir
 from crashlens.model import Fact, FactValue
 from crashlens.parsers.base import fact
+from crashlens.parsers.tables import CatalogEntry, load_catalog
 
-SIGNALS: dict[int, str] = {
-    1: "SIGHUP",
-    2: "SIGINT",
-    3: "SIGQUIT",
-    4: "SIGILL",
-    5: "SIGTRAP",
-    6: "SIGABRT",
-    7: "SIGBUS",
-    8: "SIGFPE",
-    9: "SIGKILL",
-    10: "SIGUSR1",
-    11: "SIGSEGV",
-    12: "SIGUSR2",
-    13: "SIGPIPE",
-    14: "SIGALRM",
-    15: "SIGTERM",
-    16: "SIGSTKFLT",
-    17: "SIGCHLD",
-    18: "SIGCONT",
-    19: "SIGSTOP",
-    20: "SIGTSTP",
-    21: "SIGTTIN",
-    22: "SIGTTOU",
-    23: "SIGURG",
-    24: "SIGXCPU",
-    25: "SIGXFSZ",
-    26: "SIGVTALRM",
-    27: "SIGPROF",
-    28: "SIGWINCH",
-    29: "SIGIO",
-    30: "SIGPWR",
-    31: "SIGSYS",
-}
-"""Linux numbering (launchers report Linux signals; Python's `signal` module is per platform)."""
+SIGNALS_TABLE = "signals.toml"
+MAX_SIGNAL = 31
+"""Standard Linux signals (the real-time ones above it are named by number only)."""
+_NAME = re.compile(r"SIG[A-Z0-9]+")
+ZSH_WORDS: dict[str, int] = {"abort": 6}
+"""zsh's own lower-case job-table names that glibc's strsignal does not print (`zsh: abort`)."""
+
+
+@cache
+def _signal_entries() -> tuple[CatalogEntry, ...]:
+    """The signals catalog's entries for the standard signals, by number (`patterns/tables/`)."""
+    table = load_catalog(tables_dir() / SIGNALS_TABLE)
+    return tuple(
+        entry
+        for entry in table.entries
+        if entry.code is not None and 0 < entry.code <= MAX_SIGNAL and _NAME.fullmatch(entry.id)
+    )
+
+
+SIGNALS: dict[int, str] = {entry.code: entry.id for entry in _signal_entries() if entry.code}
+"""Linux numbering (launchers report Linux signals; Python's `signal` module is per platform),
+read from the signals catalog."""
 
 SIGNAL_WORDS: dict[str, int] = {
-    "killed": 9,
-    "bus error": 7,
-    "segmentation fault": 11,
-    "aborted": 6,
-    "abort": 6,
-    "terminated": 15,
-    "floating point exception": 8,
-    "illegal instruction": 4,
-    "hangup": 1,
-    "quit": 3,
-    "trace/breakpoint trap": 5,
+    **{
+        entry.shell[0].lower(): entry.code
+        for entry in _signal_entries()
+        if entry.code and entry.shell
+    },
+    **ZSH_WORDS,
 }
-"""strsignal() wording used by shells, srun and the DataLoader -> signal number."""
+"""strsignal() wording used by shells, srun and the DataLoader (the C locale's, lower-case) ->
+signal number."""
+LOCALE_SIGNAL_WORDS: dict[str, int] = {
+    word: entry.code for entry in _signal_entries() if entry.code for word in entry.shell[1:]
+}
+"""Signal words of other locales (glibc's translations of strsignal: zh_CN, de, fr, ja) ->
+signal number."""
+ENGLISH_SIGNAL_WORDS: tuple[str, ...] = tuple(
+    entry.shell[0] for entry in _signal_entries() if entry.shell
+)
+"""The C locale's words, as printed (`Killed`, `Bus error`, `Trace/breakpoint trap`)."""
 
 SIGNAL_RECEIVED = re.compile(r"Signal ([0-9]+) \((SIG[A-Z0-9]+)\) received by PID ([0-9]+)")
 """torchelastic's wording, in a report's `msg` / `traceback` field or a log line."""
