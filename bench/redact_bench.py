@@ -8,6 +8,7 @@ does: one `learn()` pass over everything, one `text()` pass.
 
     python bench/redact_bench.py --mb 64
     python bench/redact_bench.py --mb 16 --backend python   # the pure-Python gates
+    python bench/redact_bench.py --kinds launcher           # launcher logs and the job only
 """
 
 from __future__ import annotations
@@ -48,12 +49,15 @@ def _digit_table(shift: int) -> dict[int, int]:
     return str.maketrans(digits, "".join(shuffled))
 
 
-def build_log(megabytes: float) -> bytes:
-    """Real samples and the planted job, repeated with shifted digits, to `megabytes` MB."""
+def build_log(megabytes: float, kinds: tuple[str, ...] = ()) -> bytes:
+    """Real samples (of `kinds`, or all) and the planted job, repeated with shifted digits, to
+    `megabytes` MB."""
     texts = [
         path.read_bytes().decode("utf-8", errors="replace")
         for path in sorted(SAMPLES.rglob("*"))
-        if path.is_file() and path.suffix not in (".md", ".gz", ".zst", ".zip")
+        if path.is_file()
+        and path.suffix not in (".md", ".gz", ".zst", ".zip")
+        and (not kinds or path.relative_to(SAMPLES).parts[0] in kinds)
     ]
     texts.extend(_job_texts())
     base = "\n".join(texts) + "\n"
@@ -73,8 +77,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=64.0, help="size of the log (MB)")
     parser.add_argument("--backend", default="auto", choices=("auto", "hyperscan", "python"))
+    parser.add_argument(
+        "--kinds",
+        default="",
+        help="sample kinds to build the log from, comma-separated (default: every kind); "
+        "`launcher` is the shape of the big logs collect copies",
+    )
     args = parser.parse_args()
-    data = build_log(args.mb)
+    data = build_log(args.mb, tuple(k for k in args.kinds.split(",") if k))
     megabytes = len(data) / 1_000_000
     redactor = Redactor(backend=args.backend)
     wall, cpu = time.perf_counter(), time.process_time()

@@ -180,7 +180,7 @@ MAC = re.compile(
 IPV6_RUN = re.compile(r"(?<![0-9A-Fa-f:.])[0-9A-Fa-f:.]*:[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*(%[\w.-]+)?")
 IB_GUID = re.compile(
     r"(?i)((?<![A-Za-z])(?:node|port|system[ _]image|sys_image|image|switch)?[ _]?guid"
-    r"[\"']?\s*[:=]?\s*)"
+    r"[\"']?\s*+(?:[:=]\s*+)?)"
     r"(0x[0-9a-f]{16}|[0-9a-f]{4}(?::[0-9a-f]{4}){3})(?![0-9a-f:])"
     r"|(?<![0-9A-Fa-f:.])([0-9a-f]{4}(?::[0-9a-f]{4}){3})(?![0-9A-Fa-f:])"
 )
@@ -192,7 +192,7 @@ IPV4 = re.compile(rf"(?<![\w.])((?:{_OCTET}\.){{3}}{_OCTET})(?![\w]|\.\d)")
 VERSION_BEFORE = re.compile(
     r"(?i)(?:(?:version|ver|v|release|driver|build|firmware|fw|bios|cudnn|cublas\w*|cusparse|"
     r"cusolver|cufft|curand|tensorrt|trt|nccl|cuda|nvjitlink|nvrtc|torch|triton|onnx\w*|openmpi|"
-    r"ucx|ofed|mlnx\w*|libnvinfer\w*|libcudnn\w*)\s*[:=]?\s*|==|>=|<=|~=|!=|[-_])$"
+    r"ucx|ofed|mlnx\w*|libnvinfer\w*|libcudnn\w*)\s*+(?:[:=]\s*+)?|==|>=|<=|~=|!=|[-_])$"
 )
 """What stands before a four-part version (`cuDNN 8.9.2.26`, `cu12-12.1.3.1`), not an address."""
 KEEP_IPS = frozenset({"0.0.0.0", "127.0.0.1", "255.255.255.255", "::", "::1"})
@@ -290,6 +290,6 @@ AWS_HOST = re.compile(r"(?<![\w-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[\w.-]+
 FQDN_RE = re.compile(rf"(?i)(?<![\w.@-])(?:(?<=://)|(?<!/)){_FQDN}(?![\w-]|\.\w)")
 NOT_HOST = re.compile(
     r"(?i)^(?:rank|local_rank|node_rank|worker|cuda|device|gpu|step|epoch|iter|c10d|utf-8|"
-    r"x86-64|x86_64|sha\d+|md5|http|https|tcp|udp|file|line|pid|tid|port|nccl|mlx5|eth|ib|"
-    r"sm_?\d+|compute|error|warning|info|debug|o2ib|tcp|rdma|verbs)\d*$"
+    r"x86-64|x86_64|sha\d++|md5|http|https|tcp|udp|file|line|pid|tid|port|nccl|mlx5|eth|ib|"
+    r"sm_?\d++|compute|error|warning|info|debug|o2ib|tcp|rdma|verbs)\d*$"
 )

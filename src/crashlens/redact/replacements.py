@@ -533,7 +533,7 @@ REPLACEMENTS: Final = (
         "mac",
         p.IB_GUID,
         _ib_guid,
-        rb"guid[\"']?\s*[:=]?\s*(?:0x[0-9a-f]{16}|[0-9a-f]{4}:)|"
+        rb"guid[\"']?\s*(?:[:=]\s*)?(?:0x[0-9a-f]{16}|[0-9a-f]{4}:)|"
         rb"[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}:[0-9a-f]{4}",
     ),
     Replacement(
@@ -576,7 +576,7 @@ REPLACEMENTS: Final = (
         rb"^(?:[a-z]{3} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}|"
         rb"[0-9]{4}-[0-9]{2}-[0-9]{2}t[0-9:.])",
     ),
-    Replacement("host", p.PREFIX_HOST, _prefix_host, rb"^[ \t]*[a-z][a-z0-9-]*[0-9-][a-z0-9-]*: "),
+    Replacement("host", p.PREFIX_HOST, _prefix_host, rb"^[ \t]*[a-z]+[0-9-][a-z0-9-]*: "),
     Replacement(
         "host",
         p.KV_HOST,
@@ -586,12 +586,9 @@ REPLACEMENTS: Final = (
         rb"control_?machine)[\"']?\s*[=:]|"
         rb"--(?:master[_-]addr|rdzv[_-]endpoint|host|hostname|node)[= ]",
     ),
-    Replacement(
-        "host",
-        p.DB_CLI_HOST,
-        _prefixed(_host),
-        rb"(?:mysql|mariadb|psql|pg_|redis-cli|mongo|clickhouse-client|memcstat).*\s-h",
-    ),
+    # the flag alone: the client's name before it took `re` (the pure-Python gates) a scan
+    # to the line's end from each name
+    Replacement("host", p.DB_CLI_HOST, _prefixed(_host), rb"\s-h"),
     Replacement(
         "host",
         p.PROSE_HOST,
@@ -605,7 +602,7 @@ REPLACEMENTS: Final = (
         "host",
         p.HOST_PORT,
         _host_port,
-        rb"(?:^|[^a-z0-9_.:/@-])\[?[a-z][a-z0-9-]*[0-9-][a-z0-9-]*\]?:[1-9][0-9]{1,4}(?:[^a-z0-9_]|$)",
+        rb"(?:^|[^a-z0-9_.:/@-])\[?[a-z]+[0-9-][a-z0-9-]*\]?:[1-9][0-9]{1,4}(?:[^a-z0-9_]|$)",
     ),
     Replacement(
         "host", p.AWS_HOST, _whole(_host), rb"ip-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}"
