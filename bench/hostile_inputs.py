@@ -2,8 +2,10 @@
 
 Builds each input under bench/out/hostile/ (small on disk, reused), runs `crashlens analyze`
 on it in a child process with the default limits, and prints one row per input: size on
-disk, wall time, peak RSS, whether a traceback reached stderr, the verdict and the reasons
-the inputs table gives. The issue's targets: < 400 MB RSS, no traceback, no input over 10 s.
+disk, wall time, CPU time (user + system: on a shared machine the wall time counts the
+waits for a core too), peak RSS, whether a traceback reached stderr, the verdict and the
+reasons the inputs table gives. The issue's targets: < 400 MB RSS, no traceback, no input
+over 10 s.
 
     python bench/hostile_inputs.py [--only NAME ...] [--backend auto|python|hyperscan]
 """
@@ -204,6 +206,7 @@ def _run(case: Case, backend: str) -> dict[str, object]:
     return {
         "size": path.stat().st_size if path else None,
         "seconds": seconds,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
         "rss_mib": usage.ru_maxrss / 1024,
         "exit": child.returncode,
         "traceback": "Traceback" in stderr,
@@ -222,23 +225,30 @@ def main() -> None:
         _build(args.build)
         return
     chosen = [c for c in CASES if not args.only or any(o in c.name for o in args.only)]
-    print(f"{'input':30} {'on disk':>12} {'wall s':>7} {'RSS MiB':>8} exit tb  verdict")
-    worst_seconds = worst_rss = 0.0
+    print(
+        f"{'input':30} {'on disk':>12} {'wall s':>7} {'CPU s':>6} {'RSS MiB':>8} exit tb  verdict"
+    )
+    worst_seconds = worst_cpu = worst_rss = 0.0
     tracebacks = 0
     for case in chosen:
         result = _run(case, args.backend)
         size = f"{result['size']:,}" if result["size"] is not None else "-"
         seconds = float(result["seconds"])  # type: ignore[arg-type]
+        cpu = float(result["cpu_seconds"])  # type: ignore[arg-type]
         rss = float(result["rss_mib"])  # type: ignore[arg-type]
         worst_seconds, worst_rss = max(worst_seconds, seconds), max(worst_rss, rss)
+        worst_cpu = max(worst_cpu, cpu)
         tracebacks += bool(result["traceback"])
         print(
-            f"{case.name:30} {size:>12} {seconds:7.2f} {rss:8.0f} {result['exit']:>4} "
+            f"{case.name:30} {size:>12} {seconds:7.2f} {cpu:6.2f} {rss:8.0f} {result['exit']:>4} "
             f"{'yes' if result['traceback'] else 'no':3}  {result['verdict']}"
         )
         for reason in result["reasons"]:  # type: ignore[attr-defined]
             print(f"    {reason[:180]}")
-    print(f"worst: {worst_seconds:.2f} s, {worst_rss:.0f} MiB RSS, {tracebacks} tracebacks")
+    print(
+        f"worst: {worst_seconds:.2f} s wall, {worst_cpu:.2f} s CPU, {worst_rss:.0f} MiB RSS, "
+        f"{tracebacks} tracebacks"
+    )
 
 
 if __name__ == "__main__":

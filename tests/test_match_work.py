@@ -8,10 +8,12 @@ rule confirms, on both backends, and the facts of lines that also feed the parse
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
+from crashlens.match import scan
 from crashlens.match.engine import MAX_HITS_PER_RULE
 from crashlens.match.site import library
 from crashlens.model import InputAnalysis
@@ -70,3 +72,34 @@ def test_parser_facts_keep_coming_after_the_rules_are_full(tmp_path: Path) -> No
     timeouts = [f for f in analysis.facts if f.key == "nccl.timeout"]
     assert {f.attr("rank") for f in timeouts} == set(range(8))
     assert len(timeouts) == 200  # the collector's own bound (MAX_EXCEPTIONS), not the rules'
+
+
+def test_a_chunk_is_searched_in_pieces_cut_at_newlines() -> None:
+    chunk = b"".join(b"line %d \x1b[31mred\x1b[0m\n" % i for i in range(1000)) + b"x" * 300
+    pieces = list(scan._pieces([chunk], size=256))
+    assert b"".join(pieces) == scan.strip_ansi(chunk)
+    assert all(piece.endswith(b"\n") and len(piece) <= 256 for piece in pieces[:-1])
+    assert pieces[-1].endswith(b"x" * 300)  # a line longer than a piece is one piece
+
+
+def test_pieces_change_no_candidate_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Line numbers and patterns are the same whether a chunk is searched whole or in pieces,
+    and a pattern ignored after its first line holds no more matches."""
+    backend = scan.make_backend([scan.ScanPattern("Bus error"), scan.ScanPattern("[Ss]tep")])
+    text = b"".join(
+        b"step %d\n" % i + (b"Bus error %d\n" % i if i % 7 == 0 else b"") for i in range(5000)
+    )
+    half = text.index(b"\n", len(text) // 2) + 1
+    chunks = [text[:half], text[half:]]  # as text_chunks cuts them: at newlines
+    whole = list(scan.scan_chunks(chunks, backend))
+    monkeypatch.setattr(scan, "_pieces", functools.partial(scan._pieces, size=300))
+    assert list(scan.scan_chunks(chunks, backend)) == whole
+    ignored: set[int] = set()
+    found = []
+    for candidate in scan.scan_chunks(chunks, backend, ignored):
+        found.append(candidate)
+        ignored.add(1)  # the progress pattern: settled on its first line
+    assert found[0] == whole[0] == scan.Candidate(1, b"step 0", frozenset({1}))
+    bus_errors = [c for c in whole if 0 in c.patterns]
+    assert [c.lineno for c in found[1:]] == [c.lineno for c in bus_errors]
+    assert all(c.patterns == frozenset({0}) for c in found[1:])

@@ -14,6 +14,7 @@ import hashlib
 import importlib.metadata
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
@@ -191,8 +192,9 @@ class Backend(Protocol):
 
     name: str
 
-    def ends(self, buffer: bytes) -> list[tuple[int, int]]:
-        """(pattern index, match end offset) pairs, in any order."""
+    def ends(self, buffer: bytes, ignored: AbstractSet[int] = frozenset()) -> list[tuple[int, int]]:
+        """(pattern index, match end offset) pairs, in any order; none of the patterns in
+        `ignored` (the caller needs no more of their matches)."""
 
 
 class PythonBackend:
@@ -226,13 +228,17 @@ class PythonBackend:
             for literal in literals:
                 table.setdefault(literal.decode("latin-1"), []).append(index)
 
-    def ends(self, buffer: bytes) -> list[tuple[int, int]]:
+    def ends(self, buffer: bytes, ignored: AbstractSet[int] = frozenset()) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
         for index in self._whole:
+            if index in ignored:
+                continue
             whole = self._compiled[index].pattern
             found.extend((index, match.end()) for match in whole.finditer(buffer))
         for start, stop, indexes in self._candidate_lines(buffer):
             for index in indexes:
+                if index in ignored:
+                    continue
                 # One end names the line, which is all the scan reports; the linear check
                 # first, so a long line costs no backtracking search (crashlens.text.linear).
                 linear = self._compiled[index]
@@ -334,13 +340,16 @@ class HyperscanBackend:
             self._db = _database(hyperscan, expressions, flags)
         _store(hyperscan, self._db, cache)
 
-    def ends(self, buffer: bytes) -> list[tuple[int, int]]:
+    def ends(self, buffer: bytes, ignored: AbstractSet[int] = frozenset()) -> list[tuple[int, int]]:
         if self._empty or not buffer:
             return []
         found: list[tuple[int, int]] = []
 
         def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
-            found.append((index, end))
+            # A pattern matching every line of a big chunk would otherwise hold a tuple per
+            # match until the chunk is done (a progress anchor: 240 MiB on a 9 MiB log).
+            if index not in ignored:
+                found.append((index, end))
 
         self._db.scan(buffer, match_event_handler=on_match)
         return found
@@ -431,27 +440,54 @@ def strip_ansi(chunk: bytes) -> bytes:
     return b"".join(_ANSI_BYTES.split(chunk)) if b"\x1b" in chunk else chunk
 
 
+PIECE_BYTES = 1024 * 1024
+"""How much of a chunk one search covers. The matches of a search are held until it is done,
+and `ignored` grows only between searches: a pattern that matches every line (a progress
+anchor the parser settles on its first line) holds one piece's matches, not 8 MiB's."""
+
+
+def _pieces(chunks: Iterable[bytes], size: int = PIECE_BYTES) -> Iterator[bytes]:
+    """The chunks, ANSI escapes removed, cut at newlines into pieces of about `size` bytes (a
+    line longer than that is one piece)."""
+    for raw_chunk in chunks:
+        chunk = strip_ansi(raw_chunk)
+        if len(chunk) <= size:
+            yield chunk
+            continue
+        start = 0
+        while len(chunk) - start > size:
+            cut = chunk.rfind(b"\n", start, start + size)
+            if cut < 0:
+                cut = chunk.find(b"\n", start + size)
+                if cut < 0:
+                    break
+            yield chunk[start : cut + 1]
+            start = cut + 1
+        if start < len(chunk):
+            yield chunk[start:]
+
+
 def scan_chunks(
     chunks: Iterable[bytes], backend: Backend, ignored: set[int] | frozenset[int] = frozenset()
 ) -> Iterator[Candidate]:
     """Yield candidate lines, in order, from newline-cut chunks of one input.
 
     A line proposed only by patterns in `ignored` (which the caller may grow as it goes) is
-    not yielded: no slice, no tuple, not even its line number is counted until needed.
+    not yielded: no slice, no tuple, not even its line number is counted until needed. A
+    yielded line lists only the patterns not ignored when its chunk was searched.
     """
     lines_before = 0
     previous: tuple[bytes, int] | None = None
-    for raw_chunk in chunks:
+    for chunk in _pieces(chunks):
         if previous is not None:
             # Counted only when another chunk follows: a one-chunk log (most) skips its tail.
             lines_before += previous[0].count(b"\n", previous[1])
-        chunk = strip_ansi(raw_chunk)
         by_start: dict[int, list[int]] = {}
         # The line of the previous match, chunk[line_from:line_to]: the ends of one line come
         # together, and looking back to the line's start for each of them cost n^2 on a long
         # line with a match every few bytes (a 2 MB line took 18 s).
         line_from, line_to = 0, -1
-        for index, end in backend.ends(chunk):
+        for index, end in backend.ends(chunk, ignored):
             # A line-safe match never contains "\n", so its last byte is on its line.
             if not line_from <= end - 1 < line_to:
                 line_from = chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end else 0
