@@ -146,3 +146,30 @@ def test_a_kubelet_failed_event_is_a_death_whatever_its_error(tmp_path: Path) ->
     assessment, verdict = _run(tmp_path, {"describe.txt": _describe("RunContainerError", event)})
     assert assessment.ending is Ending.DIED
     assert verdict is not Verdict.NONE
+
+
+def test_a_connect_retry_the_run_got_past_is_not_why_it_was_cancelled(tmp_path: Path) -> None:
+    # start-up retries, then training, then the user's scancel (a bare `CANCELLED AT`)
+    log = (
+        "[W socket.cpp:663] [c10d] The client socket has failed to connect to [node-0]:29500 "
+        "(errno: 101 - Network is unreachable).\n"
+        "[W socket.cpp:601] [c10d] The client socket has failed to connect to [node-0]:29500 "
+        "(errno: 111 - Connection refused).\n"
+        + STEPS
+        + "slurmstepd: error: *** JOB 5521 ON gpu-2 CANCELLED AT 2025-06-01T12:00:00 ***\n"
+    )
+    assessment, verdict = _run(tmp_path, {"slurm-5521.out": log})
+    assert assessment.ending is Ending.STOPPED
+    assert verdict is Verdict.NONE
+
+
+def test_the_same_failure_during_training_is_why_the_job_ended(tmp_path: Path) -> None:
+    log = (
+        STEPS
+        + "[W socket.cpp:663] [c10d] The client socket has failed to connect to [node-0]:29500 "
+        "(errno: 101 - Network is unreachable).\n"
+        "slurmstepd: error: *** JOB 5521 ON gpu-2 CANCELLED AT 2025-06-01T12:00:00 ***\n"
+    )
+    assessment, verdict = _run(tmp_path, {"slurm-5521.out": log})
+    assert assessment.ending is Ending.DIED
+    assert verdict is Verdict.NETWORK

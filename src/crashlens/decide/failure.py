@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from crashlens.decide.ignored import without_ignored
 from crashlens.decide.stop_order import FailureFirst, failure_before_stop
 from crashlens.match.catalogs import load_catalogs
 from crashlens.match.rules import Rule, rule_index, shipped_rules
@@ -197,7 +198,7 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
             sign=_evidence(best.fact, best.says),
             reason=f"The run failed: {best.says}{more}.",
         )
-    if stops and (first := _failure_first(stops, hits, kinds, rules)) is not None:
+    if stops and (first := _failure_first(stops, hits, facts, kinds, rules)) is not None:
         return _died_before_stop(first, stops)
     if stops:
         best = min(stops, key=_position)
@@ -225,12 +226,16 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
 def _failure_first(
     stops: Sequence[Sign],
     hits: Sequence[Hit],
+    facts: Sequence[Fact],
     kinds: Mapping[str, InputKind | None],
     rules: Sequence[Rule] | None,
 ) -> FailureFirst | None:
-    """A failure line that a stop followed (`decide.stop_order`): the stop is its teardown."""
+    """A failure line that a stop followed (`decide.stop_order`): the stop is its teardown,
+    unless the run's training progress began after the line (it got past it)."""
     index = rule_index(rules if rules is not None else shipped_rules())
-    return failure_before_stop([s.fact for s in stops], hits, kinds, index.failure, index.knock_on)
+    progress = {f.path: f.lineno for f in facts if f.key == "log.progress" and f.lineno}
+    stopped, causes = [s.fact for s in stops], without_ignored(hits, facts)
+    return failure_before_stop(stopped, causes, kinds, index.failure, index.knock_on, progress)
 
 
 def _died_before_stop(first: FailureFirst, stops: Sequence[Sign]) -> Assessment:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from crashlens.decide.explain import apply_explanations
 from crashlens.decide.failure import assess, still_running
+from crashlens.decide.ignored import without_ignored
 from crashlens.match.rules import Rule, rule_index
 from crashlens.model import (
     Assessment,
@@ -262,8 +263,9 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     assessment = assess(analyses, rules)
     index = rule_index(rules)
     knock_on, failure_rules = index.knock_on, index.failure
-    hits = [hit for analysis in analyses for hit in analysis.hits]
     facts = [item for analysis in analyses for item in analysis.facts]
+    # what the process reported and went on from (a finalizer's exception) shows no failure
+    hits = without_ignored([hit for analysis in analyses for hit in analysis.hits], facts)
     first_rank = _first_failure_rank(facts)
     strong = any(
         hit.rule_id in failure_rules
