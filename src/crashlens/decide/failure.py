@@ -22,7 +22,9 @@ as a cause (a root hit), or that prints an error of the CUDA or NCCL catalogs:
    `PREEMPTED` or `CANCELLED` state, a pod preempted by the scheduler or evicted through the
    API (its `DisruptionTarget` reason), and, once a scheduler has stopped the job, its SIGKILL
    (exit 137, a container's `Error` with exit code 137). Those make the ending `STOPPED`
-   when nothing else died.
+   when nothing else died, and no cause-level failure line came before the stop: a SIGTERM,
+   a bare `CANCELLED`, a `docker stop` after one is the failure's teardown, and the run
+   `DIED` of the failure (`decide/stop_order.py`; an explicit stop that came first stands).
 3. **Otherwise nothing says how it ended** (`UNKNOWN`): a log that simply stops. When the
    container is still running at the same time (`still_running`), the process is alive but
    silent: hung, or still working. The policy then counts a failure as possible (a hang is
