@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import io
 import tarfile
+from collections.abc import Iterable, Iterator
+from dataclasses import fields
 from pathlib import Path
+
+from crashlens.batch.jobs import JobSpec
+
+_JOB_FIELDS = tuple(f.name for f in fields(JobSpec))
 
 NOISE = (
     "[rank{r}]:{{'loss': 1.2345, 'grad_norm': 0.41, 'learning_rate': 1.2e-05, 'epoch': 0.{r}}}\n"
@@ -135,4 +141,43 @@ def generated_archive(root: Path, count: int = 24) -> Path:
             )
         else:
             xid_job(folder, host="gpu-b07", pci="0000:3b:00")
+    return root
+
+
+class JobTally:
+    """Jobs alive in this process (the driver), and the most alive at once."""
+
+    alive = 0
+    peak = 0
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.alive = cls.peak = 0
+
+
+class CountedJob(JobSpec):
+    """A job that counts itself in `JobTally` while alive (in the process that listed it;
+    a copy unpickled by a worker counts in the worker's own tally)."""
+
+    def __init__(self, job: JobSpec) -> None:
+        super().__init__(**{name: getattr(job, name) for name in _JOB_FIELDS})
+        JobTally.alive += 1
+        JobTally.peak = max(JobTally.peak, JobTally.alive)
+
+    def __del__(self) -> None:
+        JobTally.alive -= 1
+
+
+def count_jobs(jobs: Iterable[JobSpec]) -> Iterator[JobSpec]:
+    """A listing whose jobs are counted (`JobTally`) while alive."""
+    for job in jobs:
+        yield CountedJob(job)
+
+
+def tiny_tree(root: Path, jobs: int, per_folder: int = 500) -> Path:
+    """`jobs` job folders of one short log each, `per_folder` to a parent folder."""
+    for n in range(jobs):
+        folder = root / f"g{n // per_folder:04d}" / f"job-{n:06d}"
+        folder.mkdir(parents=True)
+        (folder / "launcher.log").write_bytes(b"[rank0]: step=1 loss=1.0\n")
     return root

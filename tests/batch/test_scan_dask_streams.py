@@ -1,6 +1,7 @@
 """The Dask engine on a real scheduler and worker processes (their environment names an S3
 store, moto's server over HTTP): an archive read from the store by the workers, rows as a
-local scan gives them; a job over --job-timeout becomes a row with a reason."""
+local scan gives them; a job over --job-timeout becomes a row with a reason; the driver holds
+the batches in flight, not the listing."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scan_helpers import enospc_job, generated_archive
+from scan_helpers import JobTally, count_jobs, enospc_job, generated_archive, tiny_tree
 from service_helpers import MOTO_SERVER, dask_cluster, moto_s3
 
-from crashlens.batch.dask_engine import DaskEngine
+from crashlens.batch import session
+from crashlens.batch.dask_engine import IN_FLIGHT_PER_THREAD, DaskEngine
 from crashlens.batch.engine import EngineChoice
 from crashlens.batch.jobs import discover_jobs
+from crashlens.batch.pool import BATCH_JOBS
 from crashlens.batch.session import ScanOptions, scan_archive
 
 distributed = pytest.importorskip("distributed")
@@ -135,3 +138,18 @@ def test_the_scan_passes_its_job_timeout_to_dask() -> None:
 
     engine = make_engine(EngineChoice(dask="local"), "/x", 2, "auto", job_timeout=42.0)
     assert isinstance(engine, DaskEngine) and engine.job_timeout == 42.0
+
+
+def test_the_driver_holds_the_batches_in_flight_not_the_listing(
+    tmp_path: Path, cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tiny_tree(tmp_path / "archive", 600, per_folder=100)
+    listing = session.iter_jobs
+    monkeypatch.setattr(session, "iter_jobs", lambda *a, **k: count_jobs(listing(*a, **k)))
+    JobTally.reset()
+    options = ScanOptions(root=root, out=tmp_path / "out", engine=EngineChoice(dask=cluster))
+    outcome = scan_archive(options)
+    assert outcome.summary["jobs"]["scanned"] == 600
+    threads = outcome.summary["workers"]
+    held = (threads * IN_FLIGHT_PER_THREAD + 2) * BATCH_JOBS + 1
+    assert 0 < JobTally.peak <= held < 600

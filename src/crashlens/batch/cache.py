@@ -6,7 +6,9 @@ a store, name, size and ETag: an object's time is its upload, see `jobs.FileStat
 The header names everything a row depends on besides the job's files: the cache format, the
 fingerprint version, a digest of the crashlens code and rule library, the scanned root and
 the job rule. When any of them differs the whole cache is ignored, so an upgrade never mixes
-old and new verdicts. The file is replaced atomically (written aside, then renamed).
+old and new verdicts. The file is written aside as rows come (`CacheWriter`) and renamed
+into place at the end; a rescan looks jobs up through an index on disk (`ScanCache`), so
+neither holds the cache in memory.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from crashlens import __version__
 from crashlens.batch.fingerprint import FINGERPRINT_VERSION
@@ -75,49 +80,148 @@ def header(root: str, job_glob: str | None, rules: tuple[Rule, ...]) -> dict[str
     }
 
 
-@dataclass(slots=True)
 class ScanCache:
-    """Cached rows by job path, each with the signature of the files it was computed from."""
+    """Cached rows by job path, each with the signature of the files it was computed from.
 
-    header: dict[str, Any]
-    entries: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    Only an index (job -> where its line starts in the cache file) is kept, and it is kept on
+    disk (SQLite, in a temporary file): a rescan of millions of jobs looks each one up without
+    holding the cache in memory. A row is read and decoded only when its job is asked for.
+    """
+
+    def __init__(self, header: dict[str, Any], path: Path | None = None) -> None:
+        self.header = header
+        self.size = 0
+        """Jobs in the cache."""
+        self._stream: IO[bytes] | None = None
+        self._index: sqlite3.Connection | None = None
+        self._folder: str | None = None
+        if path is not None:
+            self._open(path)
+
+    def _open(self, path: Path) -> None:
+        try:
+            stream = path.open("rb")
+        except OSError:
+            return
+        try:
+            first = stream.readline()
+            if not first or json.loads(first) != self.header:
+                stream.close()
+                return
+        except ValueError:
+            stream.close()
+            return
+        self._stream = stream
+        self._folder = tempfile.mkdtemp(prefix="crashlens-cache-index-")
+        index = self._index = sqlite3.connect(os.path.join(self._folder, "index.sqlite"))
+        index.execute("PRAGMA journal_mode=OFF")
+        index.execute("PRAGMA synchronous=OFF")
+        index.execute("CREATE TABLE line (job TEXT PRIMARY KEY, offset INTEGER) WITHOUT ROWID")
+        # A later line for the same job wins, as the dict this index replaces did.
+        index.executemany("INSERT OR REPLACE INTO line VALUES (?, ?)", self._offsets(stream))
+        index.commit()
+        self.size = int(index.execute("SELECT COUNT(*) FROM line").fetchone()[0])
+
+    @staticmethod
+    def _offsets(stream: IO[bytes]) -> Iterator[tuple[str, int]]:
+        while True:
+            offset = stream.tell()
+            line = stream.readline()
+            if not line:
+                return
+            try:
+                job = json.loads(line)["job"]
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line after a crash: that job is rescanned
+            if isinstance(job, str):
+                yield job, offset
 
     def get(self, job: str, signature: str) -> JobRow | None:
         """The cached row of `job` if its files are unchanged, else None."""
-        entry = self.entries.get(job)
-        if entry is None or entry[0] != signature:
+        entry = self.entry(job, signature)
+        return None if entry is None else JobRow.from_dict(entry)
+
+    def entry(self, job: str, signature: str) -> dict[str, Any] | None:
+        """The cached row of `job` as data if its files are unchanged, else None."""
+        if self._index is None or self._stream is None:
             return None
-        return JobRow.from_dict(entry[1])
+        found = self._index.execute("SELECT offset FROM line WHERE job = ?", (job,)).fetchone()
+        if found is None:
+            return None
+        self._stream.seek(int(found[0]))
+        try:
+            item = json.loads(self._stream.readline())
+            row = item["row"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if item.get("sig") != signature or not isinstance(row, dict):
+            return None
+        return cast(dict[str, Any], row)
+
+    def close(self) -> None:
+        """Drop the index and close the cache file (it may be replaced now)."""
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+    def __enter__(self) -> ScanCache:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 def load(folder: Path, expected: dict[str, Any]) -> ScanCache:
-    """The cache in `folder` when it was made under the same `expected` header, else empty."""
-    path = folder / CACHE_NAME
-    result = ScanCache(header=expected)
-    try:
-        with path.open(encoding="utf-8") as stream:
-            first = stream.readline()
-            if not first or json.loads(first) != expected:
-                return result
-            for line in stream:
-                try:
-                    item = json.loads(line)
-                    result.entries[item["job"]] = (item["sig"], item["row"])
-                except (ValueError, KeyError, TypeError):
-                    continue  # a torn last line after a crash: that job is rescanned
-    except (OSError, ValueError):
-        return result
-    return result
+    """The cache in `folder` when it was made under the same `expected` header, else empty.
+    Close it when done (it holds the file open and an index on disk)."""
+    return ScanCache(expected, folder / CACHE_NAME)
+
+
+class CacheWriter:
+    """Writes the next cache line by line as rows come, into a file aside; `commit` puts it
+    in place atomically, so a scan that dies leaves the previous cache as it was."""
+
+    def __init__(self, folder: Path, head: dict[str, Any]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / CACHE_NAME
+        self.temporary = self.path.with_name(f".{CACHE_NAME}.{os.getpid()}.tmp")
+        self._stream: IO[str] | None = self.temporary.open("w", encoding="utf-8")
+        self._stream.write(json.dumps(head, sort_keys=True) + "\n")
+
+    def add(self, signature: str, row: dict[str, Any]) -> None:
+        """One job's row (as `JobRow.to_dict` gives it) under the signature of its files."""
+        assert self._stream is not None, "the cache was already committed"
+        item = {"job": row["job"], "sig": signature, "row": row}
+        self._stream.write(json.dumps(item, ensure_ascii=False) + "\n")
+
+    def commit(self) -> None:
+        """Replace the cache with what was added."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+            os.replace(self.temporary, self.path)
+
+    def abort(self) -> None:
+        """Leave the previous cache in place."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+            self.temporary.unlink(missing_ok=True)
 
 
 def save(folder: Path, head: dict[str, Any], rows: list[tuple[str, JobRow]]) -> None:
     """Write the cache for `rows` ((signature, row) pairs) atomically."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / CACHE_NAME
-    temporary = path.with_name(f".{CACHE_NAME}.{os.getpid()}.tmp")
-    with temporary.open("w", encoding="utf-8") as stream:
-        stream.write(json.dumps(head, sort_keys=True) + "\n")
+    writer = CacheWriter(folder, head)
+    try:
         for signature, row in rows:
-            item = {"job": row.job, "sig": signature, "row": row.to_dict()}
-            stream.write(json.dumps(item, ensure_ascii=False) + "\n")
-    os.replace(temporary, path)
+            writer.add(signature, row.to_dict())
+    except BaseException:
+        writer.abort()
+        raise
+    writer.commit()

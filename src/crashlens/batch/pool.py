@@ -1,9 +1,10 @@
 """The process pool that maps `job.analyze_job` over every job of an archive, on all cores.
 
 A fork pool started *after* the rule library and the hyperscan database are built, so workers
-inherit them instead of compiling their own; the largest jobs go first (short tail); small
-jobs travel in batches (one task each cost the parent more than a tenth of their analysis); at
-most a few batches per worker are in flight, so memory stays flat whatever the archive's size.
+inherit them instead of compiling their own; small jobs travel in batches (one task each cost
+the parent more than a tenth of their analysis); at most a few batches per worker are in
+flight, and the next batch is formed from the listing only when there is room for it, so the
+parent holds the jobs in flight, not the archive's listing.
 A worker that dies (a crash, the OOM killer) breaks the pool: the pool is rebuilt, the jobs
 that were in flight are retried one at a time, and a job that kills a worker again becomes a
 row with a reason. A job that holds its worker past the job timeout is treated the same way.
@@ -23,7 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from crashlens.batch import job as job_module
-from crashlens.batch.jobs import JobSpec
+from crashlens.batch.jobs import JobSpec, iter_job_batches
 from crashlens.batch.row import JobRow
 from crashlens.decide.classifier import shipped_model
 from crashlens.match.engine import build_matcher
@@ -68,21 +69,13 @@ def _run_batch(jobs: list[JobSpec]) -> list[JobRow]:
 
 
 def batches(jobs: Iterable[JobSpec]) -> Iterator[list[JobSpec]]:
-    """Group consecutive jobs into tasks of up to BATCH_JOBS jobs and about BATCH_BYTES.
+    """Group consecutive jobs into tasks of up to BATCH_JOBS jobs and about BATCH_BYTES, as
+    they arrive (`jobs.iter_job_batches`: the listing is pulled a batch at a time).
 
     A task per job cost the parent ~0.3 ms of pickling and queue hand-offs each, a tenth of
     the analysis of a typical small job; a big job still goes alone, so the tail stays short.
     """
-    batch: list[JobSpec] = []
-    size = 0
-    for job in jobs:
-        if batch and (len(batch) >= BATCH_JOBS or size + job.size > BATCH_BYTES):
-            yield batch
-            batch, size = [], 0
-        batch.append(job)
-        size += job.size
-    if batch:
-        yield batch
+    return iter_job_batches(jobs, BATCH_JOBS, BATCH_BYTES)
 
 
 def _timed_out(job: JobSpec, seconds: float) -> JobRow:

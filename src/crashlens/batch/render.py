@@ -243,10 +243,13 @@ class RichProgress:
         )
         self._bar.start()
         self._task = self._bar.add_task(
-            "scan", total=max(total_bytes, 1), jobs=self._jobs_text(), rate="0.0 jobs/s"
+            # 0: not known yet (the listing streams); rich shows a bar without an end.
+            "scan", total=total_bytes or None, jobs=self._jobs_text(), rate="0.0 jobs/s"
         )
 
     def _jobs_text(self) -> str:
+        if not self._jobs:
+            return f"{self._done:,} jobs"
         return f"{self._cached + self._done:,}/{self._jobs:,} jobs"
 
     def advance(self, row: JobRow) -> None:

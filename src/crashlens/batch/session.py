@@ -1,16 +1,20 @@
 """One `crashlens scan`: discover the jobs, reuse the cache, analyze the rest, write it all.
 
 Outputs in the `--out` folder: jobs.parquet (and/or .jsonl/.csv), summary.json, summary.md
-and scan-cache.jsonl. Everything is written at the end, also after Ctrl-C (with the rows
-finished so far, the summary marked `interrupted`), so the next scan resumes where this one
-stopped: only the jobs without a cached row are analyzed again.
+and scan-cache.jsonl. Rows go to disk as they come (`spool.py`); the outputs are made from them
+at the end, also after Ctrl-C (with the rows finished so far, the summary marked
+`interrupted`), so the next scan resumes where this one stopped: only the jobs without a cached
+row are analyzed again. Nothing here holds the listing or the rows: the driver's memory is the
+same for a thousand jobs or a million.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +26,7 @@ from crashlens.batch.jobs import JobSpec, iter_jobs
 from crashlens.batch.remote import is_url, root_url
 from crashlens.batch.row import JobRow
 from crashlens.batch.shards import Shard
+from crashlens.batch.spool import RowFile, RowSpool, SpooledRow
 from crashlens.batch.summary import SummaryBuilder
 from crashlens.match.site import library as rule_library
 
@@ -83,7 +88,8 @@ class ScanOutcome:
     """The result of a scan: the summary (as in summary.json) and the files written."""
 
     summary: dict[str, Any]
-    rows: list[JobRow]
+    rows: Sequence[JobRow]
+    """In job order; read from disk on demand (a `spool.RowFile`) after a scan."""
     written: list[Path] = field(default_factory=list)
     interrupted: bool = False
 
@@ -97,7 +103,13 @@ def default_workers() -> int:
 
 
 def scan_archive(options: ScanOptions, progress: Progress | None = None) -> ScanOutcome:
-    """Scan every job under `options.root`; raises PatternError for a broken rule library."""
+    """Scan every job under `options.root`; raises PatternError for a broken rule library.
+
+    Streams end to end: the listing feeds the shard filter, the cache check and the engine's
+    batches as it goes (the engine pulls a batch when it has room for one), rows go to disk as
+    they come, and the summary, the table and the next cache are made from them in job order
+    at the end. The driver holds the jobs in flight and one run of rows, whatever the size.
+    """
     progress = progress or NoProgress()
     started = time.monotonic()
     root = root_url(options.root) if is_url(str(options.root)) else os.path.abspath(options.root)
@@ -106,71 +118,57 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
     rules = rule_library()  # the scan database is compiled only if a job needs analyzing
     head = cache.header(root, options.job_glob, rules)
     previous = cache.load(out, head) if options.use_cache else cache.ScanCache(head)
-    jobs = list(iter_jobs(root, options.job_glob, exclude=out))
-    listed = len(jobs)
-    if options.shard is not None:
-        jobs = [job for job in jobs if options.shard.holds(job.rel)]
-    results: list[tuple[str, JobRow]] = []
-    cached: set[str] = set()
-    todo: list[JobSpec] = []
-    for job in jobs:
-        row = previous.get(job.rel, job.signature)
-        if row is None:
-            todo.append(job)
-        else:
-            results.append((job.signature, row))
-            cached.add(row.job)
-    todo.sort(key=lambda j: (-j.size, j.rel))  # the biggest first: no long tail at the end
-    signatures = {job.rel: job.signature for job in todo}
-    progress.start(len(jobs), sum(j.size for j in todo), len(results))
-    analyzing = time.monotonic()
-    interrupted = False
-    analyzed_bytes = 0
-    runner = make_engine(
-        options.engine,
-        root,
-        workers,
-        options.backend,
-        job_timeout=options.job_timeout,
-        meanwhile=_preload_table_writer,
-    )
-    rows = runner.run(todo)
+    spool = RowSpool()
     try:
-        for row in rows:
-            results.append((signatures[row.job], row))
-            analyzed_bytes += row.bytes
-            progress.advance(row)
-    except KeyboardInterrupt:
-        interrupted = True
+        listing = _Listing(root, options, out, previous, spool)
+        runner = make_engine(
+            options.engine,
+            root,
+            workers,
+            options.backend,
+            job_timeout=options.job_timeout,
+            meanwhile=_preload_table_writer,
+        )
+        progress.start(0, 0, 0)  # nothing is known before the listing: it streams
+        analyzing = time.monotonic()
+        interrupted = False
+        analyzed_bytes = 0
+        rows = runner.run(listing.todo())
+        try:
+            for row in rows:
+                spool.add(listing.analyzed(row))
+                analyzed_bytes += row.bytes
+                progress.advance(row)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            rows.close()
+            progress.finish()
+        elapsed = time.monotonic() - analyzing
+        if interrupted:
+            listing.count_the_rest()
+        previous.close()  # before the cache file is replaced
+        table, builder, written = _finish(options, out, head, spool)
     finally:
-        rows.close()
-        progress.finish()
-    elapsed = time.monotonic() - analyzing
-    table = sorted((row for _, row in results), key=lambda row: row.job)
-    builder = summarize(table, options.min_jobs, cached)
-    written = _write(options, out, table)
-    cache.save(
-        out,
-        head,
-        [(sig, row) for sig, row in results if not (row.reason or "").startswith(_NOT_CACHED)],
-    )
+        previous.close()
+        spool.close()
     summary = builder.summary(
         root=root,
         out=str(out),
         job_glob=options.job_glob,
         scanned_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         interrupted=interrupted,
-        jobs_found=len(jobs),
-        jobs_not_scanned=len(jobs) - len(results),
+        jobs_found=listing.found,
+        jobs_not_scanned=listing.found - len(table),
         **(
-            {"shard": str(options.shard), "jobs_listed": listed}
+            {"shard": str(options.shard), "jobs_listed": listing.listed}
             if options.shard is not None
             else {}
         ),
         engine=runner.name,
         workers=runner.workers or workers,
         analyzed={
-            "jobs": len(results) - builder.cached,
+            "jobs": len(table) - builder.cached,
             "bytes": analyzed_bytes,
             "seconds": round(elapsed, 3),
             "mb_per_s": round(analyzed_bytes / 1e6 / elapsed, 1) if elapsed > 0 else None,
@@ -180,6 +178,108 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
     )
     write_summary(out, summary)
     return ScanOutcome(summary=summary, rows=table, written=written, interrupted=interrupted)
+
+
+class _Listing:
+    """The listing as the engine pulls it: shard filter, then the cache check. A job with a
+    cached row goes straight to the spool; the others go on to the engine, their signatures
+    held until their rows come back (only the jobs in flight)."""
+
+    def __init__(
+        self,
+        root: str,
+        options: ScanOptions,
+        out: Path,
+        previous: cache.ScanCache,
+        spool: RowSpool,
+    ) -> None:
+        self.jobs = iter_jobs(root, options.job_glob, exclude=out)
+        self.shard = options.shard
+        self.previous = previous
+        self.spool = spool
+        self.listed = 0
+        """Jobs under the root (all shards)."""
+        self.found = 0
+        """Jobs of this scan (this shard)."""
+        self.pending: dict[str, str] = {}
+        """Signature by job, of the jobs handed to the engine and not back yet."""
+        self._todo: Iterator[JobSpec] | None = None
+
+    def todo(self) -> Iterator[JobSpec]:
+        """The jobs to analyze, as the listing finds them."""
+        if self._todo is None:
+            self._todo = self._walk()
+        return self._todo
+
+    def _walk(self) -> Iterator[JobSpec]:
+        for job in self.jobs:
+            self.listed += 1
+            if self.shard is not None and not self.shard.holds(job.rel):
+                continue
+            self.found += 1
+            key, signature = _row_name(job), job.signature
+            entry = self.previous.entry(key, signature)
+            if entry is None:
+                self.pending[key] = signature
+                yield job
+            else:
+                row = JobRow.from_dict(entry).to_dict()
+                self.spool.add(SpooledRow(row, signature, cached=True, keep=True))
+
+    def analyzed(self, row: JobRow) -> SpooledRow:
+        """A row from the engine, with its job's signature; a crashed job is not cached."""
+        signature = self.pending.pop(row.job, "")
+        keep = bool(signature) and not (row.reason or "").startswith(_NOT_CACHED)
+        return SpooledRow(row.to_dict(), signature, cached=False, keep=keep)
+
+    def count_the_rest(self) -> None:
+        """After Ctrl-C: go on listing, without analyzing, so the summary says how many jobs
+        were not scanned (and rows the cache still holds are kept). A second Ctrl-C stops it
+        (the count is then a lower bound)."""
+        with contextlib.suppress(KeyboardInterrupt):
+            for _job in self.todo():
+                continue
+
+
+def _row_name(job: JobSpec) -> str:
+    """The `job` cell the row of `job` has (its path, written as rows write text): what the
+    cache and the rows that come back are matched by."""
+    return JobRow.for_job(job).job
+
+
+def _finish(
+    options: ScanOptions, out: Path, head: dict[str, Any], spool: RowSpool
+) -> tuple[RowFile, SummaryBuilder, list[Path]]:
+    """From the spool, in job order: the summary, the table and the next cache (in place
+    once the table is written, so an interrupted scan resumes from it)."""
+    from crashlens.batch.table_parts import write_table_in_parts  # polars: the scan path only
+
+    table = RowFile()
+    builder = SummaryBuilder(options.min_jobs)
+    writer = cache.CacheWriter(out, head)
+    seen: str | None = None
+
+    def in_job_order() -> Iterator[JobRow]:
+        nonlocal seen
+        for item in spool.sorted_rows():
+            if item.job == seen:
+                continue  # never two rows for one job
+            seen = item.job
+            table.add(item.row)
+            row = JobRow.from_dict(item.row)
+            builder.add(row, cached=item.cached)
+            if item.keep:
+                writer.add(item.signature, item.row)
+            yield row
+
+    try:
+        written = write_table_in_parts(in_job_order(), out, options.formats)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.commit()
+    table.done()
+    return table, builder, written
 
 
 def summarize(rows: list[JobRow], min_jobs: int, cached: set[str]) -> SummaryBuilder:
@@ -194,12 +294,6 @@ def summarize(rows: list[JobRow], min_jobs: int, cached: set[str]) -> SummaryBui
 def _preload_table_writer() -> None:
     """Import polars (~0.15 s) while the workers analyze, not after the last job."""
     import polars  # noqa: F401
-
-
-def _write(options: ScanOptions, out: Path, rows: list[JobRow]) -> list[Path]:
-    from crashlens.batch.output import write_table  # polars: the scan path only
-
-    return write_table(rows, out, options.formats)
 
 
 def write_summary(out: Path, summary: dict[str, Any]) -> None:
