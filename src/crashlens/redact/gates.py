@@ -6,7 +6,7 @@ starts with a lookbehind or a character class. So each row carries a *gate*: a s
 that matches, on the same line, wherever the row's pattern can (a superset). The gates of all
 rows are searched at once over the text folded to lower-case Latin-1 bytes (one byte per
 character, so byte offsets are character offsets), and a row runs only on the lines its gate
-hit.
+hit. A gate can also be a `Run` of characters, found with `bytes.translate` and `find`.
 
 Hyperscan (where a wheel exists) searches every gate in one pass; elsewhere each gate is a
 Python `re` over the folded bytes. Both only *propose* lines: the rows' own patterns decide, so
@@ -66,7 +66,7 @@ class Gates:
             if isinstance(gate, Run)
         )
         self._database: Any = None
-        if backend in ("auto", "hyperscan"):
+        if regexes and backend in ("auto", "hyperscan"):
             self._database = _hyperscan_database(regexes)
             if self._database is None and backend == "hyperscan":
                 raise RuntimeError("hyperscan is not installed")

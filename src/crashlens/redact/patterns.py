@@ -201,16 +201,38 @@ KEEP_IPS = frozenset({"0.0.0.0", "127.0.0.1", "255.255.255.255", "::", "::1"})
 
 def is_ip(value: str) -> bool:
     """Whether `value` is an IPv4 or IPv6 address (an IPv6 zone `%ib0` allowed)."""
-    try:
-        ipaddress.ip_address(value.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
+    return _address(value.split("%", 1)[0]) is not None
 
 
 def ip_key(value: str) -> str:
     """The address written one way (`fd00:0::18` and `fd00::18` get one pseudonym)."""
-    return str(ipaddress.ip_address(value.split("%", 1)[0]))
+    key = _address(value.split("%", 1)[0])
+    if key is None:
+        raise ValueError(f"not an address: {value[:64]!r}")
+    return key
+
+
+_ADDRESSES: dict[str, str | None] = {}
+"""`_address` answers: a log names the same few addresses on thousands of lines, and parsing
+one with `ipaddress` costs more than the regex that found it."""
+_ADDRESS_LENGTH = 64
+"""Longer text is no address (45 characters at most): answered without being remembered."""
+_MAX_ADDRESSES = 65536
+
+
+def _address(text: str) -> str | None:
+    """`text` as `ipaddress` writes it, or None when it is no address."""
+    if text in _ADDRESSES:
+        return _ADDRESSES[text]
+    try:
+        found: str | None = str(ipaddress.ip_address(text))
+    except ValueError:
+        found = None
+    if len(text) <= _ADDRESS_LENGTH:
+        if len(_ADDRESSES) >= _MAX_ADDRESSES:
+            _ADDRESSES.clear()
+        _ADDRESSES[text] = found
+    return found
 
 
 HOME = re.compile(

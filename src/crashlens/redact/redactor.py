@@ -6,8 +6,10 @@ value the rows find and every learned name wherever it stands. `text()` alone le
 goes, for callers that have one string.
 
 Speed: the rows run only on the lines their gate proposes (`redact.gates`), and the learned
-names are found with one literal search over the folded text (Hyperscan on big texts), so a
-line with nothing personal costs a share of one multi-pattern pass (bench/redact_bench.py).
+names are found with one literal search over the folded text (Hyperscan's literal matcher), so
+a line with nothing personal costs a share of one multi-pattern pass. What the rows made of a
+text is remembered (by its SHA-256) and of a gated line (by the line): the second pass over
+the same text, and a line a log repeats, cost a lookup (bench/redact_bench.py).
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ _MAX_EXPANDED = 256
 _BIG = 64 * 1024
 """Texts this long look learned names up with Hyperscan (its set is compiled once per change)."""
 _MEMO_BUDGET = 64 * 1024 * 1024
-"""Roughly the bytes the memo of row results may hold; past it, texts are not remembered
-(a huge bundle's first logs are, and those are redacted first)."""
+"""Roughly the bytes the memo of texts may hold; past it, texts are not remembered (a huge
+bundle's first logs are, and those are redacted first)."""
+_LINES_BUDGET = 32 * 1024 * 1024
+"""The same for the memo of lines (kept apart: lines fill a budget much faster)."""
 _MAX_MASKS = 4096
 """Masks of rows remembered with their row indices; past this, forgotten and found again."""
 _MEMO_ENTRY = 64
@@ -102,8 +106,9 @@ class Redactor:
         self._lines: dict[tuple[int, str], str] = {}
         """What the rows made of a line, by the rows its gates proposed and the line: a log
         repeats lines (the same warning on every rank), and each costs a lookup after the
-        first. Exact for the same reason as the memo, and shares its budget."""
+        first. Exact for the same reason as the memo."""
         self._memo_left = _MEMO_BUDGET
+        self._lines_left = _LINES_BUDGET
         self._rows_cache: dict[int, tuple[int, ...]] = {}
         """Row indices of each mask of rows seen (few masks recur)."""
         self._line_subs = tuple(partial(row.replace, self) for row in _LINE_ROWS)
@@ -270,9 +275,9 @@ class Redactor:
                 for index in rows_of(mask, rows_cache):
                     redacted = _SUBS[index](line_subs[index], redacted)
                 cost = _MEMO_ENTRY + len(line) + (len(redacted) if redacted is not line else 0)
-                if self._memo_left >= cost:
+                if self._lines_left >= cost:
                     done[key] = redacted
-                    self._memo_left -= cost
+                    self._lines_left -= cost
             if redacted != line:
                 edits.append((start, end, redacted))
         return edits

@@ -1,0 +1,84 @@
+"""What makes redaction fast must not change what it writes: the memo of texts and lines, the
+learned names found by Hyperscan's literal matcher, the base64 run gate.
+
+tests/test_redact.py and tests/test_redact_leaks.py hold the leak and over-redaction checks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from crashlens.redact import Redactor
+from crashlens.redact.gates import Gates, Run, fold
+
+JOB = [
+    "trn-h100-031:40112:40112 [1] NCCL INFO Bootstrap : Using ib0:10.20.0.31<0>",
+    "ssh carol@trn-h100-032 'export HF_TOKEN=hf_abcdefghijklmnopqrstuvwx'",
+    "env-trn-h100-031.txt written by carol to /home/carol/runs",
+    "MASTER_ADDR=trn-h100-031 WORLD_SIZE=16",
+]
+
+
+def test_a_text_seen_before_is_redacted_as_the_first_time() -> None:
+    redactor = Redactor()
+    for text in JOB:
+        redactor.learn(text)
+    first = [redactor.text(text) for text in JOB]
+    assert [redactor.text(text) for text in JOB] == first  # from the memo now
+    fresh = Redactor()
+    for text in JOB:
+        fresh.learn(text)
+    assert [fresh.text(text) for text in reversed(JOB)][::-1] == first
+    assert fresh.mapping() == redactor.mapping()
+    assert "trn-h100" not in "".join(first) and "carol" not in "".join(first)
+
+
+def test_a_big_text_and_its_lines_redact_alike() -> None:
+    """A text past the digest threshold goes through the memo by digest; each of its lines
+    alone (repeated: from the line memo the second time) gives the same lines."""
+    big = "\n".join(JOB * 200)
+    whole = Redactor()
+    whole.learn(big)
+    by_line = Redactor()
+    by_line.learn(big)
+    lines = [by_line.text(line) for line in big.splitlines()]
+    assert whole.text(big).splitlines() == lines
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "carol-wsx and carol-ws. and xcarol-ws carol-wsx",
+        "node7-carol-ws_carol.log carol-ws-carol",
+        "carol-wscarol-ws carol-ws",
+        "carolcarol-ws carol-wscarol",
+    ],
+)
+def test_learned_names_on_small_texts_are_found_as_one_alternation_finds_them(text: str) -> None:
+    """Hyperscan's literal matcher stands in for `re.finditer` over the learned names
+    (longest first at a place, then past it): both backends give the same text. In
+    `carol-wsx` the host `carol-ws` fails its edge and hides the user `carol` at its place."""
+    pytest.importorskip("hyperscan")
+    outputs = []
+    for backend in ("hyperscan", "python"):
+        redactor = Redactor(["carol-ws", "node7"], ["carol"], backend=backend)
+        outputs.append(redactor.text(text))
+    assert outputs[0] == outputs[1]
+    assert "carol-wsx" in outputs[0] or "carol-wsx" not in text
+
+
+def test_a_learned_name_too_long_for_hyperscan_is_still_replaced() -> None:
+    redactor = Redactor()
+    host = "a-" * 50_000 + "b"
+    redactor.learn(f"{host}: x")
+    assert redactor.text(f"seen on {host} again\n" + "pad " * 20_000).startswith("seen on host-1")
+
+
+def test_the_base64_gate_proposes_only_mixed_case_runs() -> None:
+    gates = Gates([Run(b"abcdefghijklmnopqrstuvwxyz0123456789+/", 40, mixed_case=True)])
+    digest = "sha256 " + "0123456789abcdef" * 4
+    blob = "key " + "Zm9vYmFyQmF6UXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3A="
+    text = f"{digest}\n{blob}\n{digest.upper()}"
+    assert gates.lines(fold(text), text) == {len(digest) + 1: 1}
+    assert set(gates.lines(fold(text))) == {0, len(digest) + 1, len(digest) + len(blob) + 2}
+    assert "Zm9vYmFy" not in Redactor().text(text) and digest in Redactor().text(text)
