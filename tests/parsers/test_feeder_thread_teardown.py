@@ -1,12 +1,12 @@
 """A training loop that stops ends its feeder threads: what they print is no failure.
 
-Two mechanisms, each written here for itself (a TF1 input pipeline with its own loader
+Three mechanisms, each written here for itself (a TF1 input pipeline with its own loader
 thread, a paste that lost a thread's announcing line), never a corpus case's text:
 
 * a thread's traceback is known by its outermost frame, `threading.py`'s `_bootstrap_inner`,
   when the `Exception in thread <name>:` line above it is not in view;
-* TensorFlow's `CancelledError` for a queue operation (`Enqueue operation was cancelled`) is
-  what the thread blocked on a queue gets when the queue or the session closes;
+* TensorFlow's `CancelledError` for an enqueue (`Enqueue operation was cancelled`) is what
+  the thread blocked on a full queue gets when the queue or the session closes;
 * a chained traceback cut off at its separator belongs to the report it continues.
 """
 
@@ -69,14 +69,26 @@ def test_a_frame_of_threading_elsewhere_is_no_thread_report() -> None:
     assert tracker.close() is None
 
 
-def test_a_cancelled_queue_operation_is_a_feeder_ending() -> None:
+def test_a_cancelled_enqueue_is_a_feeder_ending() -> None:
+    tracker = TeardownTracker()
+    tracker.read("Traceback (most recent call last):", 1)
+    tracker.read(
+        "tensorflow.python.framework.errors_impl.CancelledError: "
+        "EnqueueMany operation was cancelled",
+        5,
+    )
+    assert tracker.close() == "cancelled"
+
+
+def test_a_cancelled_dequeue_is_not_taken_for_a_feeder() -> None:
+    # the consumer waiting on the queue is usually the training loop itself
     tracker = TeardownTracker()
     tracker.read("Traceback (most recent call last):", 1)
     tracker.read(
         "tensorflow.python.framework.errors_impl.CancelledError: Dequeue operation was cancelled",
         5,
     )
-    assert tracker.close() == "cancelled"
+    assert tracker.close() is None
 
 
 def test_a_paste_starting_mid_traceback_keeps_the_cancelled_exception_harmless() -> None:

@@ -6,11 +6,12 @@ CPython prints some tracebacks and carries on, so their exception ends nothing:
   (`threading.excepthook`): that thread ends, the process does not. Where a paste lost that
   line, the traceback's outermost frame shows it: `threading.py`'s `_bootstrap_inner`, which
   runs every thread's target and exists in no other traceback.
-* `cancelled`: TensorFlow's `CancelledError` for a queue operation (`Enqueue operation was
-  cancelled`, `Dequeue ...`): raised in the thread blocked on a queue when the queue is closed
-  with its pending operations cancelled or the session closes, which is how a training loop
-  that stopped (its last step, its iteration cap) ends its feeder threads. TF's own
-  `QueueRunner` catches it as a normal close; a hand-written loader thread prints it.
+* `cancelled`: TensorFlow's `CancelledError` for an enqueue (`Enqueue operation was
+  cancelled`, `EnqueueMany ...`): raised in the thread blocked on a full queue when the queue
+  is closed with its pending enqueues cancelled or the session closes, which is how a
+  training loop that stopped (its last step, its iteration cap) ends its feeder threads. TF's
+  own `QueueRunner` catches it as a normal close; a hand-written loader thread prints it. A
+  cancelled dequeue is left out: the consumer, usually the training loop itself, was waiting.
 * `finalizer`: `Exception ignored in: <...>` heads the traceback of a `__del__` method or a
   weakref callback (`sys.unraisablehook`), which cannot propagate; a frame `in __del__`, or
   in multiprocessing's `_run_finalizers`, which catches a finalizer's exception and prints it
@@ -45,10 +46,8 @@ FRAMES = (
     ("thread", re.compile(r"threading\.py\", line [0-9]+, in _bootstrap_inner[ \t]*$")),
 )
 """Frames that show, inside a traceback, that Python reports and ignores its exception."""
-QUEUE_CANCELLED = re.compile(
-    r"CancelledError: (?:Enqueue|Dequeue)[A-Za-z]* operation was cancelled"
-)
-"""TensorFlow's error for a queue operation cancelled by the queue's or the session's close
+QUEUE_CANCELLED = re.compile(r"CancelledError: Enqueue[A-Za-z]* operation was cancelled")
+"""TensorFlow's error for an enqueue cancelled by the queue's or the session's close
 (`tf.errors.CancelledError`): a training loop's feeder thread ending as the loop stops."""
 CHAIN = re.compile(
     r"During handling of the above exception, another exception occurred:"
@@ -58,7 +57,7 @@ ANCHOR = (
     r"Exception in thread [^\n]*:|Exception ignored in|Exception in user code:"
     r"|, in (?:__del__|_run_finalizers|_run_exitfuncs|_bootstrap_inner)"
     r"|During handling of the above exception"
-    r"|CancelledError: (?:Enqueue|Dequeue)[A-Za-z]* operation was cancelled"
+    r"|CancelledError: Enqueue[A-Za-z]* operation was cancelled"
     r"|The above exception was the direct cause|Traceback \(most recent call last\)"
 )
 """The scan pattern of every line the tracker reads (line-safe)."""
