@@ -9,6 +9,7 @@ rule confirms, on both backends, and the facts of lines that also feed the parse
 from __future__ import annotations
 
 import functools
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,41 @@ def test_pieces_change_no_candidate_line(monkeypatch: pytest.MonkeyPatch) -> Non
     bus_errors = [c for c in whole if 0 in c.patterns]
     assert [c.lineno for c in found[1:]] == [c.lineno for c in bus_errors]
     assert all(c.patterns == frozenset({0}) for c in found[1:])
+
+
+def test_a_search_rebuilt_without_ignored_patterns_finds_the_same_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past `NARROW_AFTER` dropped matches the search runs without the ignored patterns; the
+    others keep their indices, and the lines found are those the full search finds."""
+    pytest.importorskip("hyperscan")
+    patterns = [scan.ScanPattern("[Ss]tep"), scan.ScanPattern("Bus error")]
+    text = b"".join(
+        b"step %d\n" % i + (b"Bus error %d\n" % i if i % 7 == 0 else b"") for i in range(20000)
+    )
+    chunks = [text]  # one chunk, searched in pieces of 300 bytes below
+    monkeypatch.setattr(scan, "_pieces", functools.partial(scan._pieces, size=300))
+
+    def run(narrow_after: int) -> tuple[list[scan.Candidate], list[frozenset[int]]]:
+        monkeypatch.setattr(scan, "NARROW_AFTER", narrow_after)
+        backend = scan.HyperscanBackend(patterns)
+        narrowed: list[frozenset[int]] = []
+        without = backend.without
+
+        def spy(ignored: AbstractSet[int]) -> scan.Backend:
+            narrowed.append(frozenset(ignored))
+            return without(ignored)
+
+        monkeypatch.setattr(backend, "without", spy)
+        ignored: set[int] = set()
+        found = []
+        for candidate in scan.scan_chunks(chunks, backend, ignored):
+            found.append(candidate)
+            ignored.add(0)  # the progress pattern: settled on its first line
+        return found, narrowed
+
+    full, never = run(10**12)
+    narrow, once = run(50)
+    assert never == [] and once == [frozenset({0})]
+    assert narrow == full
+    assert all(c.patterns == frozenset({1}) for c in narrow[1:]) and len(narrow) > 2000

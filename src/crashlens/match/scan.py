@@ -196,6 +196,14 @@ class Backend(Protocol):
         """(pattern index, match end offset) pairs, in any order; none of the patterns in
         `ignored` (the caller needs no more of their matches)."""
 
+    def without(self, ignored: AbstractSet[int]) -> Backend:
+        """A searcher that does not look for the patterns in `ignored` at all (indices kept),
+        or this one when that would not save work."""
+
+    @property
+    def ignored_matches(self) -> int:
+        """How many matches of ignored patterns the last `ends` call found and dropped."""
+
 
 class PythonBackend:
     """Without hyperscan: slower, but available everywhere, with the same results.
@@ -247,6 +255,13 @@ class PythonBackend:
                     if match is not None:
                         found.append((index, match.end()))
         return found
+
+    def without(self, ignored: AbstractSet[int]) -> Backend:
+        return self  # an ignored pattern is never searched here: nothing to save
+
+    @property
+    def ignored_matches(self) -> int:
+        return 0
 
     def _candidate_lines(self, buffer: bytes) -> Iterator[tuple[int, int, list[int]]]:
         """(start, end, patterns) of each line holding a literal, with the literals' patterns."""
@@ -308,10 +323,14 @@ class HyperscanBackend:
 
     name = "hyperscan"
 
-    def __init__(self, patterns: Sequence[ScanPattern]) -> None:
+    def __init__(self, patterns: Sequence[ScanPattern], ids: Sequence[int] | None = None) -> None:
+        """`ids`: the index each pattern reports (default: its position)."""
         import hyperscan  # deferred: a native module, only needed when scanning
 
         self._hs = hyperscan
+        self._patterns = tuple(patterns)
+        self._ids = tuple(ids) if ids is not None else tuple(range(len(patterns)))
+        self._dropped = 0
         expressions = [scan_form(p.regex).encode("utf-8") for p in patterns]
         flags = [
             hyperscan.HS_FLAG_MULTILINE
@@ -322,13 +341,13 @@ class HyperscanBackend:
         self._empty = not expressions
         if self._empty:
             return
-        cache = _cache_name(expressions, flags)
+        cache = _cache_name(expressions, flags, None if ids is None else self._ids)
         cached = _load_cached(hyperscan, cache)
         if cached is not None:
             self._db = cached
             return
         try:
-            self._db = _database(hyperscan, expressions, flags)
+            self._db = _database(hyperscan, expressions, flags, self._ids)
         except Exception:
             # Constructs hyperscan rejects (backreferences, some assertions) are compiled in
             # prefilter mode: it then reports a superset, and the line re-check keeps results
@@ -337,25 +356,42 @@ class HyperscanBackend:
             for index, expression in enumerate(expressions):
                 if not _compiles(hyperscan, expression, flags[index]):
                     flags[index] |= hyperscan.HS_FLAG_PREFILTER
-            self._db = _database(hyperscan, expressions, flags)
+            self._db = _database(hyperscan, expressions, flags, self._ids)
         _store(hyperscan, self._db, cache)
 
     def ends(self, buffer: bytes, ignored: AbstractSet[int] = frozenset()) -> list[tuple[int, int]]:
         if self._empty or not buffer:
             return []
         found: list[tuple[int, int]] = []
+        dropped = 0
 
         def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
             # A pattern matching every line of a big chunk would otherwise hold a tuple per
             # match until the chunk is done (a progress anchor: 240 MiB on a 9 MiB log).
-            if index not in ignored:
+            nonlocal dropped
+            if index in ignored:
+                dropped += 1
+            else:
                 found.append((index, end))
 
         self._db.scan(buffer, match_event_handler=on_match)
+        self._dropped = dropped
         return found
 
+    def without(self, ignored: AbstractSet[int]) -> Backend:
+        kept = [(i, p) for i, p in zip(self._ids, self._patterns, strict=True) if i not in ignored]
+        if len(kept) == len(self._ids):
+            return self
+        return HyperscanBackend([p for _, p in kept], [i for i, _ in kept])
 
-def _cache_name(expressions: list[bytes], flags: list[int]) -> str | None:
+    @property
+    def ignored_matches(self) -> int:
+        return self._dropped
+
+
+def _cache_name(
+    expressions: list[bytes], flags: list[int], ids: Sequence[int] | None = None
+) -> str | None:
     """The cache entry for the compiled database of these patterns (None: not cacheable).
 
     Compiling the rule library takes about 0.2 s, more than analyzing a small job folder; the
@@ -369,6 +405,8 @@ def _cache_name(expressions: list[bytes], flags: list[int]) -> str | None:
         return None
     for expression, flag in zip(expressions, flags, strict=True):
         digest.update(expression + b"\0" + str(flag).encode() + b"\0")
+    if ids is not None:
+        digest.update(b"ids " + ",".join(map(str, ids)).encode())
     return f"hyperscan-{digest.hexdigest()[:24]}.db"
 
 
@@ -389,11 +427,13 @@ def _store(hyperscan: Any, database: Any, name: str | None) -> None:
         write_entry(name, hyperscan.dumpb(database))
 
 
-def _database(hyperscan: Any, expressions: list[bytes], flags: list[int]) -> Any:
+def _database(
+    hyperscan: Any, expressions: list[bytes], flags: list[int], ids: Sequence[int] | None = None
+) -> Any:
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(
         expressions=expressions,
-        ids=list(range(len(expressions))),
+        ids=list(ids) if ids is not None else list(range(len(expressions))),
         elements=len(expressions),
         flags=flags,
     )
@@ -440,6 +480,11 @@ def strip_ansi(chunk: bytes) -> bytes:
     return b"".join(_ANSI_BYTES.split(chunk)) if b"\x1b" in chunk else chunk
 
 
+NARROW_AFTER = 3_000_000
+"""Matches of ignored patterns after which an input's search is rebuilt without them. Each
+costs a callback (about 0.2 us): a progress anchor settled on a training log's first line
+would otherwise cost one for every later line (a 1 GiB log: 14 s). Rebuilding costs a compile
+(about 0.6 s, then cached on disk), so it is done once the callbacks have cost as much."""
 PIECE_BYTES = 1024 * 1024
 """How much of a chunk one search covers. The matches of a search are held until it is done,
 and `ignored` grows only between searches: a pattern that matches every line (a progress
@@ -478,7 +523,12 @@ def scan_chunks(
     """
     lines_before = 0
     previous: tuple[bytes, int] | None = None
+    searcher, dropped, narrowed_to = backend, 0, 0
     for chunk in _pieces(chunks):
+        if dropped > NARROW_AFTER and len(ignored) > narrowed_to:
+            # Matches of ignored patterns still cost a callback each: past a point, search
+            # without them (a database of the others, compiled once and cached on disk).
+            searcher, dropped, narrowed_to = searcher.without(ignored), 0, len(ignored)
         if previous is not None:
             # Counted only when another chunk follows: a one-chunk log (most) skips its tail.
             lines_before += previous[0].count(b"\n", previous[1])
@@ -487,7 +537,9 @@ def scan_chunks(
         # together, and looking back to the line's start for each of them cost n^2 on a long
         # line with a match every few bytes (a 2 MB line took 18 s).
         line_from, line_to = 0, -1
-        for index, end in backend.ends(chunk, ignored):
+        matches = searcher.ends(chunk, ignored)
+        dropped += searcher.ignored_matches
+        for index, end in matches:
             # A line-safe match never contains "\n", so its last byte is on its line.
             if not line_from <= end - 1 < line_to:
                 line_from = chunk.rfind(b"\n", 0, max(end - 1, 0)) + 1 if end else 0
