@@ -130,3 +130,28 @@ def test_rows_written_in_parts_equal_rows_written_at_once(
         many = reader(tmp_path / "parts" / f"jobs.{name}").drop("seconds")
         assert many.equals(one), name
     assert not [p.name for p in (tmp_path / "parts").iterdir() if p.name.startswith(".")]
+
+
+def test_a_merge_reads_and_writes_a_part_at_a_time_and_equals_the_whole_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scan_helpers import generated_archive
+
+    from crashlens.batch import merge
+    from crashlens.batch.shards import Shard
+
+    root = generated_archive(tmp_path / "archive", 30)
+    whole = scan_archive(ScanOptions(root=root, out=tmp_path / "whole", workers=1))
+    shards = [tmp_path / f"shard-{k}" for k in (1, 2, 3)]
+    for k, out in enumerate(shards, start=1):
+        scan_archive(ScanOptions(root=root, out=out, workers=1, shard=Shard(k, 3)))
+    monkeypatch.setattr(merge, "READ_ROWS", 4)
+    monkeypatch.setattr(spool, "RUN_ROWS", 5)
+    monkeypatch.setattr(spool, "FAN_IN", 2)
+    monkeypatch.setattr(table_parts, "PART_ROWS", 6)
+    merged = merge.merge_outputs(shards, tmp_path / "merged")
+    assert [row.job for row in merged.rows] == [row.job for row in whole.rows]
+    for name in ("jobs", "by_verdict", "fingerprints", "hotspots", "timeline"):
+        assert merged.summary[name] == whole.summary[name], name
+    one = pl.read_parquet(tmp_path / "whole" / "jobs.parquet").drop("seconds")
+    assert pl.read_parquet(tmp_path / "merged" / "jobs.parquet").drop("seconds").equals(one)

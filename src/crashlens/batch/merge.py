@@ -1,9 +1,11 @@
 """`crashlens scan-merge`: the outputs of `scan --shard K/N` joined into one table and summary.
 
-Each shard's rows are read back from its table (jobs.parquet, else jobs.jsonl), the rows of
-all shards written as one table, and the summary computed again over all of them with the
-scan's own `SummaryBuilder` (fingerprint groups, hotspots and the timeline are recounted, not
-added up): the result equals the summary of one unsharded scan, apart from timings and where
+Each shard's rows are read back from its table (jobs.parquet, else jobs.jsonl) a slice at a
+time and put in job order through the scan's row spool (`spool.RowSpool`, on disk), the rows
+of all shards written as one table (a part at a time), and the summary computed again over all
+of them with the scan's own `SummaryBuilder` (fingerprint groups, hotspots and the timeline are
+recounted, not added up), so a merge holds no more rows in memory than a scan does: the
+result equals the summary of one unsharded scan, apart from timings and where
 it ran. The shards must come from one root, job rule and crashlens fingerprint version, and
 hold no job twice; when they say they are K/N shards, all N must be there.
 """
@@ -11,13 +13,15 @@ hold no job twice; when they say they are K/N shards, all N must be there.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crashlens.batch.row import JobRow
-from crashlens.batch.session import SUMMARY_JSON, SUMMARY_MD, summarize, write_summary
+from crashlens.batch.session import SUMMARY_JSON, SUMMARY_MD, write_summary
+from crashlens.batch.spool import RowFile, RowSpool, SpooledRow
+from crashlens.batch.summary import SummaryBuilder
 
 _TIME_COLUMNS = ("first_failure_at", "job_mtime")
 _AGREE = ("root", "job_glob", "fingerprint_version")
@@ -33,27 +37,40 @@ class MergeOutcome:
     """The merged summary (as written to summary.json), its rows and the files written."""
 
     summary: dict[str, Any]
-    rows: list[JobRow]
+    rows: Sequence[JobRow]
+    """In job order; read from disk on demand (a `spool.RowFile`)."""
     written: list[Path] = field(default_factory=list)
+
+
+READ_ROWS = 5_000
+"""Rows read from a shard's table at once."""
 
 
 def read_rows(folder: Path) -> list[JobRow]:
     """The rows of a scan output folder, from jobs.parquet or jobs.jsonl."""
+    return list(iter_rows(folder))
+
+
+def iter_rows(folder: Path) -> Iterator[JobRow]:
+    """The rows of a scan output folder, from jobs.parquet or jobs.jsonl, in the table's
+    order, READ_ROWS at a time."""
     import polars as pl
 
     parquet, jsonl = folder / "jobs.parquet", folder / "jobs.jsonl"
     if parquet.is_file():
-        data = pl.read_parquet(parquet)
+        data = pl.scan_parquet(parquet)
     elif jsonl.is_file():
         from crashlens.batch.output import table_schema
 
-        data = pl.read_ndjson(jsonl, schema=table_schema())
+        data = pl.scan_ndjson(jsonl, schema=table_schema())
     else:
         raise MergeError(f"{folder}: no jobs.parquet or jobs.jsonl (was it scanned?)")
     epochs = data.with_columns(
         [(pl.col(name).dt.epoch("us") / 1_000_000).alias(name) for name in _TIME_COLUMNS]
     )
-    return [JobRow.from_dict(item) for item in epochs.to_dicts()]
+    for part in epochs.collect_batches(chunk_size=READ_ROWS):
+        for item in part.to_dicts():
+            yield JobRow.from_dict(item)
 
 
 def _summary_of(folder: Path) -> dict[str, Any]:
@@ -91,6 +108,34 @@ def _check(folders: Sequence[Path], summaries: Sequence[dict[str, Any]]) -> None
             raise MergeError(f"shards missing: {', '.join(missing)}")
 
 
+def _write_merged(
+    spool: RowSpool, out: Path, formats: Sequence[str], min_jobs: int
+) -> tuple[RowFile, SummaryBuilder, list[Path]]:
+    """The merged rows in job order: counted, written as one table; a job twice refuses."""
+    from crashlens.batch.table_parts import write_table_in_parts
+
+    rows = RowFile()
+    builder = SummaryBuilder(min_jobs)
+    last: SpooledRow | None = None
+
+    def in_job_order() -> Iterator[JobRow]:
+        nonlocal last
+        for item in spool.sorted_rows():
+            if last is not None and item.job == last.job:
+                raise MergeError(f"job {item.job} is in both {last.source} and {item.source}")
+            last = item
+            rows.add(item.row)
+            row = JobRow.from_dict(item.row)
+            builder.add(row)
+            yield row
+
+    try:
+        written = write_table_in_parts(in_job_order(), out, formats)
+    finally:
+        rows.done()
+    return rows, builder, written
+
+
 def merge_outputs(
     folders: Sequence[Path],
     out: Path,
@@ -98,24 +143,19 @@ def merge_outputs(
     min_jobs: int | None = None,
 ) -> MergeOutcome:
     """Merge scan output folders into `out`; raises MergeError when they do not fit."""
-    from crashlens.batch.output import write_table
-
     if not folders:
         raise MergeError("no scan output to merge")
     summaries = [_summary_of(folder) for folder in folders]
     _check(folders, summaries)
-    rows: list[JobRow] = []
-    owner: dict[str, Path] = {}
-    for folder in folders:
-        for row in read_rows(folder):
-            if row.job in owner:
-                raise MergeError(f"job {row.job} is in both {owner[row.job]} and {folder}")
-            owner[row.job] = folder
-            rows.append(row)
-    rows.sort(key=lambda row: row.job)
     hotspot_floor = min_jobs or int(summaries[0].get("hotspots", {}).get("min_jobs", 2))
-    builder = summarize(rows, hotspot_floor, set())
-    written = write_table(rows, out, formats)
+    spool = RowSpool()
+    try:
+        for folder in folders:
+            for row in iter_rows(folder):
+                spool.add(SpooledRow(row.to_dict(), "", False, False, source=str(folder)))
+        rows, builder, written = _write_merged(spool, out, formats, hotspot_floor)
+    finally:
+        spool.close()
     from_cache = sum(int(s.get("jobs", {}).get("from_cache", 0)) for s in summaries)
     analyzed = [s.get("analyzed", {}) for s in summaries]
     summary = builder.summary(

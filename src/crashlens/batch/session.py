@@ -277,8 +277,9 @@ def _finish(
     except BaseException:
         writer.abort()
         raise
+    finally:
+        table.done()
     writer.commit()
-    table.done()
     return table, builder, written
 
 

@@ -41,6 +41,8 @@ class SpooledRow:
     """Taken from the previous scan's cache, not analyzed now."""
     keep: bool
     """Goes into the next cache (a crashed job is retried by the next scan instead)."""
+    source: str = ""
+    """Where the row was read from (`scan-merge`: the shard's folder)."""
 
     @property
     def job(self) -> str:
@@ -49,12 +51,13 @@ class SpooledRow:
 
 def _line(item: SpooledRow) -> str:
     # ASCII: a name with undecodable bytes must not stop the spool (they are escaped).
-    return json.dumps([item.job, item.signature, item.cached, item.keep, item.row]) + "\n"
+    fields = [item.job, item.signature, item.cached, item.keep, item.row, item.source]
+    return json.dumps(fields) + "\n"
 
 
 def _parse(line: str) -> SpooledRow:
-    _job, signature, cached, keep, row = json.loads(line)
-    return SpooledRow(row=row, signature=signature, cached=cached, keep=keep)
+    _job, signature, cached, keep, row, source = json.loads(line)
+    return SpooledRow(row=row, signature=signature, cached=cached, keep=keep, source=source)
 
 
 def _keyed(path: str) -> Iterator[tuple[str, str]]:
