@@ -58,8 +58,6 @@ checked that way (a `search` of them would try every start of a hostile value)."
 
 
 KNOWN_SUPER_LINEAR = {
-    "BUCKET_ACCOUNT": "the bucket-host branch's lazy prefix runs its `.s3.` lookahead to the end "
-    "of the name from every place it tries (`s3a://` then a long run of `-`)",
     "DB_CLI_PASSWORD": "each client name scans lazily to the end of its command for a `-p` "
     "with a value (`mysql  -p ` repeated)",
 }

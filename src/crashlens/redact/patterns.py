@@ -133,10 +133,15 @@ AWS_ACCOUNT = re.compile(
     rf"|(?i:((?<![A-Za-z])(?:aws[_-]?)?account(?:[_ -]?id)?{_SEP}))(\d{{12}})(?!\d)"
 )
 BUCKET_ACCOUNT = re.compile(
-    r"(?i)((?:s3[an]?|gs)://[a-z0-9.-]*?(?<![a-z0-9])|(?<![\w.-])[a-z0-9.-]*?(?<![a-z0-9])"
-    r"(?=[a-z0-9.-]*\.s3[.-]))(\d{12})(?![a-z0-9])"
+    r"(?i)((?:s3[an]?|gs)://[a-z0-9.-]*?(?<![a-z0-9])|(?<![\w.-])"
+    r"(?>[a-z0-9.-]*?(?<![a-z0-9])(?=\d{12}(?![a-z0-9])))(?=[a-z0-9.-]*\.s3[.-]))"
+    r"(\d{12})(?![a-z0-9])"
 )
-"""An AWS account id inside a bucket name (`s3://sagemaker-us-west-2-<account>/`)."""
+"""An AWS account id inside a bucket name (`s3://sagemaker-us-west-2-<account>/`).
+
+In a bucket host name (`<name>.s3.`) the first place that holds the id is taken or none is:
+the `.s3.` look-ahead only loses ground further on, so the atomic group keeps the name from
+being tried again at every later place (which made a long name cost quadratic time)."""
 CLOUD_LABEL = re.compile(
     r"(?i)(?<![\w.-])([a-z0-9][a-z0-9-]{1,62})(?=\.(?:"
     r"(?:blob|file|queue|table|dfs|web|z\d+\.web)\.core\.windows\.net|servicebus\.windows\.net|"
