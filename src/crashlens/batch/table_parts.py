@@ -49,19 +49,20 @@ def write_table_in_parts(
             write_table(part, place, formats)
             parts.append(place)
             part, second = second, list(itertools.islice(stream, part_rows))
-        return [_join(parts, folder, name) for name in formats]
+        return [_join(parts, folder, name, part_rows) for name in formats]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _join(parts: list[Path], folder: Path, name: str) -> Path:
+def _join(parts: list[Path], folder: Path, name: str, part_rows: int) -> Path:
     path = folder / f"jobs.{name}"
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     pieces = [part / path.name for part in parts]
     if name == "parquet":
         import polars as pl
 
-        pl.scan_parquet(pieces).sink_parquet(temporary)
+        # Row groups of a part: with polars' default (far larger) the sink holds the table.
+        pl.scan_parquet(pieces).sink_parquet(temporary, row_group_size=part_rows)
     else:
         with temporary.open("wb") as joined:
             for number, piece in enumerate(pieces):
