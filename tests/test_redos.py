@@ -47,7 +47,7 @@ from crashlens.text.literals import Gate
 
 SIZES = (2048, 8192, 32768)
 FLOOR = 0.01
-"""Seconds under which a time says nothing about growth (noise, warm-up, other work)."""
+"""CPU seconds under which a time says nothing about growth (noise, warm-up, cache misses)."""
 SLACK = 10.0
 """Allowed growth over linear: time ratio up to SLACK x size ratio. Quadratic growth from
 2 KiB to 32 KiB is 16 times linear, cubic 256 times; linear patterns were seen at up to 7
@@ -205,15 +205,19 @@ def test_attacks_reach_the_repeat_without_the_closing_part() -> None:
 
 
 def _seconds(run: Callable[[], object], repeat: int = 1) -> float:
-    """The best of `repeat` timings of `run`; a fast one is timed over enough calls to
-    take a millisecond, so a small line's time is not lost in the clock's noise."""
+    """The best of `repeat` timings of `run`, in CPU seconds of this thread; a fast one is
+    timed over enough calls to take a millisecond, so a small line's time is not lost in the
+    clock's noise.
+
+    CPU time, not wall time: on a machine shared with other work, time spent waiting for a
+    core is not the pattern's (a loaded machine made linear patterns look super-linear)."""
     best = float("inf")
     for _ in range(repeat):
-        calls, start = 0, time.perf_counter()
+        calls, start = 0, time.thread_time()
         while True:
             run()
             calls += 1
-            spent = time.perf_counter() - start
+            spent = time.thread_time() - start
             if spent > 0.001 or calls >= 64:
                 break
         best = min(best, spent / calls)
