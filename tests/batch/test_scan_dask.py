@@ -3,19 +3,18 @@ local pool's, a worker SIGKILLed mid-scan, a job that kills its worker, missing 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 import pytest
 from scan_helpers import generated_archive
+from service_helpers import dask_cluster
 from typer.testing import CliRunner
 
 from crashlens.batch.dask_engine import SLURM_HINT, DaskEngine
@@ -27,7 +26,6 @@ from crashlens.cli import app
 
 distributed = pytest.importorskip("distributed")
 
-HERE = Path(__file__).resolve().parent
 RUNNER = CliRunner()
 
 
@@ -42,52 +40,10 @@ def _table(folder: Path) -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`dask scheduler` and `dask worker` (2 processes under nannies, which restart a worker
-    that dies) as subprocesses; yields the scheduler file. Tasks on a dead worker fail at once
-    (allowed-failures 0), as on the clusters crashlens starts itself."""
-    folder = tmp_path_factory.mktemp("dask")
-    scheduler_file = folder / "scheduler.json"
-    env = {
-        **os.environ,
-        "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
-        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-    }
-    dask = str(Path(sys.executable).parent / "dask")
-    common = ["--scheduler-file", str(scheduler_file), "--no-dashboard"]
-    logs = contextlib.ExitStack()
-    started = [
-        subprocess.Popen(
-            [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", *common],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=logs.enter_context((folder / "scheduler.log").open("w")),
-        )
-    ]
-    deadline = time.monotonic() + 60
-    while not scheduler_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    started.append(
-        subprocess.Popen(
-            [dask, "worker", "--nworkers", "2", "--nthreads", "1", *common],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=logs.enter_context((folder / "workers.log").open("w")),
-        )
-    )
-    try:
-        with distributed.Client(scheduler_file=str(scheduler_file), timeout=60) as client:
-            client.wait_for_workers(2, timeout=120)
-        yield str(scheduler_file)
-    finally:
-        for process in reversed(started):
-            process.send_signal(signal.SIGTERM)
-        for process in reversed(started):
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        logs.close()
+    """`dask scheduler` and `dask worker` (2 processes under nannies) as subprocesses
+    (`service_helpers.dask_cluster`); yields the scheduler file."""
+    with dask_cluster(tmp_path_factory.mktemp("dask")) as scheduler_file:
+        yield scheduler_file
 
 
 def test_rows_identical_on_every_engine(tmp_path: Path, cluster: str) -> None:

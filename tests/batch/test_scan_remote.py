@@ -12,11 +12,9 @@ import gzip
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,50 +22,25 @@ from typing import Any
 
 import pytest
 from scan_helpers import enospc_job, generated_archive, healthy_job, oom_job, tar_job, write
+from service_helpers import MOTO_SERVER, moto_s3
 
 from crashlens.batch.jobs import iter_jobs
 from crashlens.batch.remote import is_url, url_text
 from crashlens.batch.session import ScanOptions, scan_archive
 
 s3fs = pytest.importorskip("s3fs")
-MOTO_SERVER = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
 BUCKET = "crash-archive"
 VOLATILE = ("seconds", "job_mtime")
 """What differs between a local and an S3 scan of the same bytes: the time a job took and
 the time its files were written (a local file's mtime, an object's upload)."""
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     if not os.path.exists(MOTO_SERVER):
         pytest.skip("moto[server] is not installed")
-    port = _free_port()
-    server = subprocess.Popen(
-        [MOTO_SERVER, "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail("moto_server did not start")
-                time.sleep(0.1)
+    with moto_s3() as endpoint:
         yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture
