@@ -204,6 +204,8 @@ class _Listing:
         self.pending: dict[str, str] = {}
         """Signature by job, of the jobs handed to the engine and not back yet."""
         self._todo: Iterator[JobSpec] | None = None
+        self.counting = False
+        """After Ctrl-C: jobs are only counted, nothing waits for their rows."""
 
     def todo(self) -> Iterator[JobSpec]:
         """The jobs to analyze, as the listing finds them."""
@@ -220,7 +222,8 @@ class _Listing:
             key, signature = _row_name(job), job.signature
             entry = self.previous.entry(key, signature)
             if entry is None:
-                self.pending[key] = signature
+                if not self.counting:
+                    self.pending[key] = signature
                 yield job
             else:
                 row = JobRow.from_dict(entry).to_dict()
@@ -236,6 +239,7 @@ class _Listing:
         """After Ctrl-C: go on listing, without analyzing, so the summary says how many jobs
         were not scanned (and rows the cache still holds are kept). A second Ctrl-C stops it
         (the count is then a lower bound)."""
+        self.counting = True
         with contextlib.suppress(KeyboardInterrupt):
             for _job in self.todo():
                 continue
