@@ -249,14 +249,17 @@ def test_a_job_that_never_finishes_is_stopped_and_reported(
     root = _archive(tmp_path / "archive")
     jobs = list(discover_jobs(root, None))
     # The pool's clock, shared with its forked workers: only the hanging job moves it, so no
-    # healthy job can ever look overdue, however slow the machine.
+    # healthy job can ever look overdue, however slow the machine. It moves for as long as
+    # the job hangs (a minute every 50 ms), not once: the pool may read the clock, to start
+    # counting, just after a single jump, and would then wait for ever (seen under load).
     clock = multiprocessing.get_context("fork").Value("d", 0.0)
 
     def hangs_on_job_2(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
         if job.rel.endswith("job-002"):
-            with clock.get_lock():
-                clock.value += 3600.0  # an hour goes by, as far as the pool can tell
-            threading.Event().wait()  # and the job never returns
+            while True:  # the job never returns
+                with clock.get_lock():
+                    clock.value += 60.0
+                threading.Event().wait(0.05)
         return _real_analyze_job(job, root, backend)
 
     monkeypatch.setattr(batch_job, "analyze_job", hangs_on_job_2)
