@@ -421,3 +421,18 @@ def test_no_infiniband_found_without_asking_is_no_fact() -> None:
         "gpu-7:88:120 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.0.7<0>\n"
     )
     assert values(facts(text), "nccl.ib_unavailable") == []
+
+
+def test_tensorflows_fatal_log_line_is_a_dying_message() -> None:
+    text = (
+        "Loading checkpoint models/ckpt\n"
+        "2021-03-02 11:20:05.104421: F tensorflow/core/kernels/conv_ops.cc:1115] Check "
+        "failed: stream->parent()->GetConvolveAlgorithms(...)\n"
+    )
+    found = facts(text)
+    assert values(found, "log.fatal") == ["glog-fatal"]
+    assert values(found, "log.ends_with") == ["fatal"]
+    plain = "2021-03-02 11:20:05.104421: F tensorflow/core/common_runtime/bfc_allocator.cc:459] x\n"
+    assert values(facts(plain), "log.fatal") == ["glog-fatal"]
+    info = "2021-03-02 11:20:05.104421: I tensorflow/core/platform/cpu_feature_guard.cc:142] AVX\n"
+    assert values(facts(info), "log.fatal") == []

@@ -369,7 +369,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         r"Fatal Python error: |terminate called |what\(\): |Assertion [`'][^\n]*' failed"
         r"|\*\*\* (?:Error in|stack smashing|buffer overflow)|double free or corruption"
         r"|free\(\): invalid|malloc\(\): [a-z]|corrupted size vs|\(core dump"
-        r"|^F[0-9]{4} [0-9:.]+ |\[F[0-9]{4} |Check failed: |^panic: |^fatal error: "
+        r"|^F[0-9]{4} [0-9:.]+ |\[F[0-9]{4} |Check failed: |[0-9]: F [a-z_/]|^panic: "
+        r"|^fatal error: "
         r"|' panicked at",
         D.on_fatal,
     ),

@@ -57,8 +57,13 @@ FATAL_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # The shell's report of a signal death and the kernel's core dump.
     ("core-dumped", re.compile(r"\(core dump(?:ed)?\)")),
-    # glog's fatal level (`F1203 10:00:00.000 ...`) and its CHECK macros, which abort.
-    ("glog-fatal", re.compile(r"^F[0-9]{4} [0-9:.]+ |Check failed: ")),
+    # glog's fatal level (`F1203 10:00:00.000 ...`) and its CHECK macros, which abort; and
+    # TensorFlow's own logger (`2019-05-15 07:00:34.445785: F tensorflow/...cc:274] ...`),
+    # whose LOG(FATAL) aborts the same way.
+    (
+        "glog-fatal",
+        re.compile(r"^F[0-9]{4} [0-9:.]+ |Check failed: |[0-9]{2}:[0-9]{2}:[0-9.]+: F [^ \n]+\]"),
+    ),
     # The Go and Rust runtimes on an unrecovered panic.
     ("panic", re.compile(r"^panic: |^fatal error: |thread '[^'\n]*' panicked at")),
 )
