@@ -9,6 +9,8 @@ own (never the batch's text), analyzed as `crashlens analyze` does.
 * UCX's shared-memory transport failing to allocate its segments (the receive FIFO, a posix
   segment under /dev/shm that does not fit, a SysV segment over SHMMAX) is shm, and the
   segfault that follows later is its consequence.
+* NVIDIA's NGC containers print at start-up that /dev/shm is the default 64 MiB: the job's
+  own log then says what docker inspect would (a context: it counts once something failed).
 """
 
 from __future__ import annotations
@@ -147,3 +149,61 @@ def test_the_proxy_threads_name_in_a_healthy_dump_is_not_a_crash(tmp_path: Path)
     cited = {item.rule for cause in report.causes for item in cause.evidence}
     assert "shm-nccl-shm-code-crash" not in cited
     assert str(report.verdict) != "shm"
+
+
+NGC_BANNER = (
+    "=============\n"
+    "== PyTorch ==\n"
+    "=============\n"
+    "NVIDIA Release 24.05 (build 92609789)\n"
+    "\n"
+    "NOTE: The SHMEM allocation limit is set to the default of 64MB.  This may be\n"
+    "   insufficient for PyTorch.  NVIDIA recommends the use of the following flags:\n"
+    "   docker run --gpus all --ipc=host --ulimit memlock=-1 --ulimit stack=67108864 ...\n"
+    "\n"
+)
+
+
+def test_bare_nccl_system_error_in_an_ngc_container_with_64m_shm_is_shm(tmp_path: Path) -> None:
+    folder = _folder(
+        tmp_path,
+        "ngc",
+        {
+            "train.log": NGC_BANNER + "[rank1]: torch.distributed.DistBackendError: NCCL error in: "
+            "/opt/pytorch/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled "
+            "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+            "[rank1]: ncclSystemError: System call (e.g. socket, malloc) or external library "
+            "call failed or device error.\n",
+        },
+    )
+    report = analyze([str(folder)])
+    assert str(report.verdict) == "shm", [(c.category, c.confidence) for c in report.causes]
+    cited = {item.rule for item in report.causes[0].evidence}
+    assert {"shm-nccl-system-error", "shm-ngc-banner-default-64mb"} <= cited
+
+
+def test_bare_nccl_system_error_says_what_decides_it(tmp_path: Path) -> None:
+    # no container evidence: the report may not be sure, but it must say how to tell
+    # /dev/shm, the memlock limit and the network apart
+    folder = _folder(
+        tmp_path,
+        "bare",
+        {
+            "job.log": "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/"
+            "ProcessGroupNCCL.cpp:911, unhandled system error, NCCL version 2.10.3\n"
+        },
+    )
+    report = analyze([str(folder)])
+    assert report.causes[0].category == "shm"
+    checks = [step.command or "" for cause in report.causes for step in cause.next_checks]
+    checks += [step.command or "" for step in report.next_checks]
+    assert any("ulimit -l" in command for command in checks)
+
+
+def test_the_ngc_note_alone_is_no_failure(tmp_path: Path) -> None:
+    folder = _folder(
+        tmp_path,
+        "healthy",
+        {"train.log": NGC_BANNER + "epoch 1 step 100 loss 2.31\nepoch 2 step 200 loss 1.92\n"},
+    )
+    assert str(analyze([str(folder)]).verdict) == "none"
