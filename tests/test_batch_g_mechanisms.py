@@ -9,6 +9,8 @@ own (never the batch's text), analyzed as `crashlens analyze` does.
 * UCX's shared-memory transport failing to allocate its segments (the receive FIFO, a posix
   segment under /dev/shm that does not fit, a SysV segment over SHMMAX) is shm, and the
   segfault that follows later is its consequence.
+* `Segmentation fault: 11` (macOS's strsignal text, MXNet's own segfault handler) is a
+  SIGSEGV's death line.
 * NVIDIA's NGC containers print at start-up that /dev/shm is the default 64 MiB: the job's
   own log then says what docker inspect would (a context: it counts once something failed).
 """
@@ -207,3 +209,24 @@ def test_the_ngc_note_alone_is_no_failure(tmp_path: Path) -> None:
         {"train.log": NGC_BANNER + "epoch 1 step 100 loss 2.31\nepoch 2 step 200 loss 1.92\n"},
     )
     assert str(analyze([str(folder)]).verdict) == "none"
+
+
+def test_mxnet_handlers_segfault_line_is_the_crash(tmp_path: Path) -> None:
+    folder = _folder(
+        tmp_path,
+        "mxnet",
+        {
+            "fit.log": "[08:14:02] src/io/iter_image_recordio_2.cc:172: ImageRecordIOParser2: "
+            "/data/train.rec, use 4 threads for decoding..\n"
+            "\n"
+            "Segmentation fault: 11\n"
+            "\n"
+            "Stack trace:\n"
+            "  [bt] (0) /usr/local/lib/python3.8/dist-packages/mxnet/libmxnet.so(+0x3b1d9e0)"
+            " [0x7f2c8e1a39e0]\n",
+        },
+    )
+    report = analyze([str(folder)])
+    assert str(report.verdict) != "none"
+    cited = {item.rule for cause in report.causes for item in cause.evidence}
+    assert "driver-sigsegv-exit" in cited
