@@ -38,7 +38,8 @@ Fact keys:
   (I/O, buffer, nvme timeout, nfs not responding, ...), sector, fs (nfs).
 - `kernel.segfault`: str process; attrs pid, lib, kind (segfault | general protection fault |
   trap invalid opcode ...), address, error.
-- `kernel.nvrm_mismatch`: str `client X, kernel module Y`; attrs client_version, module_version.
+- `kernel.nvrm_mismatch`: str `client X, kernel module Y`; attrs client_version, module_version,
+  client_process (the program the newer wording names).
 - `kernel.nvrm_init_failed`: str message; attrs pci, code (`0x22:0x56:884`).
 - `kernel.nvrm_probe_failed`: str message ("probe routine was not called", "No NVIDIA devices
   probed").

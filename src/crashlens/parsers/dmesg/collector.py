@@ -393,7 +393,7 @@ ANCHORS: tuple[Anchor[KernelCollector], ...] = (
     Anchor(r"NVRM: (?:GPU at PCI:|GPU Board Serial Number: |The NVIDIA GPU )", K.on_gpu_identity),
     Anchor(r"fallen off the bus", K.on_off_bus),
     Anchor(
-        r"API mismatch: the client has the version|this kernel module has the version",
+        r"API mismatch: the client|NVRM:[ \t]*has the version|this kernel module has the version",
         K.on_mismatch,
     ),
     Anchor(r"RmInitAdapter failed|rm_init_adapter failed", K.on_init_failed),

@@ -27,11 +27,19 @@ _GPU_AT = re.compile(rf"NVRM: GPU at PCI:({PCI_ID_CHARS}): ({GPU_UUID_CHARS})")
 _GPU_SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (\S+)")
 _GPU_THE = re.compile(rf"NVRM: The NVIDIA GPU ({PCI_ID_CHARS})")
 _OFF_BUS_PCI = re.compile(rf"NVRM: GPU (?:at )?(?:PCI:)?({PCI_ID})")
+_VERSION = r"([0-9]{1,6}(?:\.[0-9]{1,6}){1,4})"
 _MISMATCH = re.compile(
-    r"API mismatch: the client has the version (\d+(?:\.\d+)+)"
-    r"(?:, but[ \tNVRM:]*this kernel module has the version (\d+(?:\.\d+)+))?"
+    r"API mismatch: the client(?: '([^'\n]{1,200})')?(?: \(pid ([0-9]{1,10})\))?"
+    rf"(?:,? has the version {_VERSION})?"
+    rf"(?:,?[ \tNVRM:]*but[ \tNVRM:]*this kernel module has the version {_VERSION})?"
 )
-_MODULE_VERSION = re.compile(r"this kernel module has the version (\d+(?:\.\d+)+)")
+"""The driver's mismatch report in both wordings: the older `the client has the version X,
+but this kernel module has the version Y`, and the newer one that names the client program
+and its pid (`the client 'nvidia-smi' (pid 1234)`), whose versions usually follow on the next
+NVRM lines. Versions are bounded so that a hostile line costs linear time."""
+_CLIENT_VERSION = re.compile(rf"(?:^|NVRM:)[ \t]*has the version {_VERSION}")
+"""The client's version on an NVRM line of its own (the newer wording's second line)."""
+_MODULE_VERSION = re.compile(rf"this kernel module has the version {_VERSION}")
 _INIT_FAILED = re.compile(
     rf"NVRM: (?:GPU ({PCI_ID_CHARS}): )?(RmInitAdapter failed!?|rm_init_adapter failed)"
     r"(?: ?\(([^)\n]*)\))?"
@@ -102,24 +110,32 @@ class NvidiaReader:
         found = _MISMATCH.search(line.text)
         if found:
             self.flush()
-            self.mismatch = Pending(line, {"client": found[1]})
-            if found[2]:
-                self._finish_mismatch(found[2])
+            fields = {"client": found[3] or "", "process": found[1] or "", "pid": found[2] or ""}
+            self.mismatch = Pending(line, fields)
+            if found[4]:
+                self._finish_mismatch(found[4])
             return
+        pending = self.mismatch
+        if pending is None or line.lineno - pending.lineno > PENDING_LINES:
+            return
+        client = _CLIENT_VERSION.search(line.text)
+        if client and not pending.fields["client"]:
+            pending.fields["client"] = client[1]
         module = _MODULE_VERSION.search(line.text)
-        if module and self.mismatch and line.lineno - self.mismatch.lineno <= PENDING_LINES:
+        if module:
             self._finish_mismatch(module[1])
 
     def _finish_mismatch(self, module: str | None) -> None:
         pending, self.mismatch = self.mismatch, None
         if pending is None:
             return
-        client = pending.fields["client"]
-        value = f"client {client}, kernel module {module or 'unknown'}"
+        client = pending.fields["client"] or None
+        process = pending.fields.get("process") or None
+        value = f"client {client or 'unknown'}, kernel module {module or 'unknown'}"
         where = pending.line
         self.store.add(
             ("mismatch", client, module), "kernel.nvrm_mismatch", value, where,
-            client_version=client, module_version=module,
+            client_version=client, module_version=module, client_process=process,
         )  # fmt: skip
 
     def flush(self) -> None:
