@@ -16,17 +16,65 @@ lines).
 
 from __future__ import annotations
 
+import codecs
+import functools
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-FOLD_ERRORS = "replace"
+FOLD_ERRORS = "crashlens-fold"
+"""The codec error handler that writes each character Latin-1 lacks as its stand-in byte."""
+_OTHER = "\xff"
+"""The stand-in of a character outside Latin-1 that is none of the below: a byte no gate's
+class names (the gates are ASCII), so it fails `[a-z0-9]` and passes `[^/?#@]` just as the
+character does in the rows' patterns (`?` did not: a user name in `://<user>@` hid its URL)."""
+_CASED = re.compile("[a-z]", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stand_in(char: str) -> str:
+    """The Latin-1 character the gates see for `char`, one Latin-1 lacks: what the rows'
+    `str` patterns take it for. `re` matches `(?i)token` in `toKen` (the Kelvin sign folds to
+    `k`), `ſecret` (long s) and `İ`/`ı` (dotted capital, dotless small i); `\\s` takes every
+    Unicode space and `\\d` every decimal digit. Asked of `re` itself, character by
+    character, so the table is what the patterns do (a scan of every code point at import
+    costs half a second)."""
+    if char.isspace():
+        return " "
+    if char.isdecimal():
+        return str(unicodedata.decimal(char))
+    if _CASED.fullmatch(char):
+        for form in (char.lower(), char.upper(), char.casefold()):
+            letter = form[:1].lower()
+            if letter.isascii() and re.fullmatch(letter, char, re.IGNORECASE):
+                return letter
+    return _OTHER
+
+
+def _stand_ins(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    run = error.object[error.start : error.end]
+    return "".join(map(_stand_in, run)), error.end
+
+
+codecs.register_error(FOLD_ERRORS, _stand_ins)
+
+_LATIN1_SPACES = bytes(c for c in range(256) if chr(c).isspace() and not bytes([c]).isspace())
+"""Latin-1's spaces that `\\s` takes in a `str` and not in `bytes` (NEL, NBSP, the
+separators 0x1c-0x1f): folded to a plain space, or `password\\xa0=...` passed no gate."""
+_FOLD_TABLE = bytes.maketrans(
+    bytes(range(ord("A"), ord("Z") + 1)) + _LATIN1_SPACES,
+    bytes(range(ord("a"), ord("z") + 1)) + b" " * len(_LATIN1_SPACES),
+)
 
 
 def fold(text: str) -> bytes:
-    """`text` as lower-case Latin-1 bytes: one byte per character, offsets unchanged."""
-    return text.encode("latin-1", FOLD_ERRORS).lower()
+    """`text` as lower-case Latin-1 bytes: one byte per character, offsets unchanged; a
+    character Latin-1 lacks becomes what the rows' patterns take it for (`_stand_in`)."""
+    return text.encode("latin-1", FOLD_ERRORS).translate(_FOLD_TABLE)
 
 
 @dataclass(frozen=True, slots=True)
