@@ -7,8 +7,8 @@ memory is the scan's own, not this script's):
   jobs/s        a full scan of a tree of small jobs (200,000 by default, a few KB each) on
                 each engine; the analysis time (the rows' own seconds) against the wall time
                 gives the engine's overhead per job
-  driver RSS    the driver's resident memory (/proc/self/status) once the jobs are listed and
-                when 10k, 50k, 100k and 200k rows are in, and its peak
+  driver RSS    the driver's resident memory (/proc/self/status) when the scan starts
+                analyzing, when 10k, 50k, 100k and 200k rows are in, and its peak
   overhead      no-op jobs through each engine (jobs that are `unreadable`, so `analyze_job`
                 returns at once): the engine's marginal cost per job, start-up left out
   listing       the listing alone of a tree of 1,000,000 one-file jobs, streamed and held in a
@@ -94,7 +94,9 @@ class _Sampler:
 
     def start(self, *args: Any, **kwargs: Any) -> None:
         self.started = time.perf_counter()
-        self.rss["listed"] = _rss_kib()[0]
+        # Called after the listing by a driver that collects it first, before it by one that
+        # streams it.
+        self.rss["start"] = _rss_kib()[0]
 
     def advance(self, row: Any) -> None:
         if not self.rows:
@@ -122,6 +124,14 @@ def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
         shard=parse_shard(spec["shard"]) if spec.get("shard") else None,
         engine=EngineChoice(dask="local" if spec["engine"] == "dask" else None),
     )
+    if spec.get("limit_s"):
+        # Stop as Ctrl-C does (the session keeps the rows so far): a bounded measurement.
+        import signal
+        import threading
+
+        stop = threading.Timer(spec["limit_s"], os.kill, (os.getpid(), signal.SIGINT))
+        stop.daemon = True
+        stop.start()
     cpu_before = _cpu_s()
     started = time.perf_counter()
     outcome = scan_archive(options, sampler)
@@ -142,6 +152,7 @@ def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
         "rss_kib": sampler.rss,
         "driver_cpu_s": cpu_after[0] - cpu_before[0],
         "workers_cpu_s": cpu_after[1] - cpu_before[1],
+        "interrupted": outcome.interrupted,
     }
 
 
@@ -278,14 +289,23 @@ def ensure_archive(gb: float, seed: int, procs: int, where: Path | None = None) 
 
 
 def measure_scans(
-    root: Path, engines: list[str], rounds: int, workers: int, out: Path, total: int
+    root: Path,
+    engines: list[str],
+    rounds: int,
+    workers: int,
+    out: Path,
+    total: int,
+    limit_s: float | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
+    """A scan of the whole tree per engine and round; `limit_s` stops each after that many
+    seconds (Ctrl-C: the rows so far are kept), on a machine too busy to scan it all."""
     marks = _marks(total) if total else list(MARKS)
     results: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
     for round_index in range(rounds):
         for engine in _order(engines, round_index):
             spec = {"mode": "scan", "root": str(root), "out": str(out / engine),
-                    "engine": engine, "workers": workers, "marks": marks}  # fmt: skip
+                    "engine": engine, "workers": workers, "marks": marks,
+                    "limit_s": limit_s}  # fmt: skip
             got, command_wall = _in_child(spec)
             got["command_s"] = command_wall
             results[engine].append(got)
@@ -297,14 +317,16 @@ def measure_scans(
                 f"start-up {got['first_row_s']:.1f} s); CPU per job: workers "
                 f"{_per_job_ms(got, 'workers_cpu_s')} ms + driver "
                 f"{_per_job_ms(got, 'driver_cpu_s')} ms; a row's own wall "
-                f"{got['analysis_s'] / max(1, rows) * 1e3:.2f} ms",
+                f"{got['analysis_s'] / max(1, rows) * 1e3:.2f} ms"
+                + (f"; stopped at the {limit_s:g} s limit" if got.get("interrupted") else ""),
                 flush=True,
             )
             rss = got["rss_kib"]
             steps = " | ".join(f"{int(k):,} rows {_mib(v)}" for k, v in rss.items() if k.isdigit())
+            parts = [f"at start {_mib(rss['start'])}", *([steps] if steps else [])]
             print(
-                f"driver RSS {engine:>5} round {round_index + 1}: listed {_mib(rss['listed'])}"
-                f" | {steps} | peak {_mib(rss['peak'])}",
+                f"driver RSS {engine:>5} round {round_index + 1}: {' | '.join(parts)} | peak "
+                f"{_mib(rss['peak'])}",
                 flush=True,
             )
     return results
@@ -454,6 +476,9 @@ def main() -> None:
     parser.add_argument("--engines", default="local,dask")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--scan-seconds", type=float, default=None, help="stop each scan after this long"
+    )
     parser.add_argument("--noop-jobs", type=int, default=50_000)
     parser.add_argument(
         "--what-if-batch", default="64", help="no-op runs with these jobs per task too"
@@ -486,7 +511,10 @@ def main() -> None:
         if "scan" not in skip:
             root = args.root or scratch / "tree"
             total, _ = ensure_tree(root, args.jobs, args.seed, procs)
-            measure_scans(root, engines, args.rounds, args.workers, scratch / "out", total)
+            measure_scans(
+                root, engines, args.rounds, args.workers, scratch / "out", total,
+                args.scan_seconds,
+            )  # fmt: skip
         if "noop" not in skip:
             what_if = [int(n) for n in args.what_if_batch.split(",") if n.strip()]
             measure_noop(engines, args.rounds, args.workers, args.noop_jobs, what_if)
