@@ -41,7 +41,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from crashlens.decide.ignored import without_ignored
+from crashlens.decide.ignored import why_harmless, without_ignored
+from crashlens.decide.never_started import never_scheduled
 from crashlens.decide.stop_order import FailureFirst, failure_before_stop
 from crashlens.match.catalogs import load_catalogs
 from crashlens.match.rules import Rule, rule_index, shipped_rules
@@ -210,19 +211,29 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
             reason=f"The run was stopped from outside, not by a failure: {best.says}.",
             harmless=tuple(_stop_harmless(_alarms(_alarming(stops), hits), best)),
         )
+    story = any(kinds.get(item.path) in FINISHED_PROCESS_KINDS for item in facts) or any(
+        kind in FINISHED_PROCESS_KINDS for kind in kinds.values()
+    )
+    harmless: list[str] = []
     if still_running(facts):
         reason = (
             "No ending was found: the log simply stops, and the container was still running "
             "when it was inspected: the process was alive but printed nothing more (hung, or "
             "still working)."
         )
-    elif any(kinds.get(item.path) in FINISHED_PROCESS_KINDS for item in facts) or any(
-        kind in FINISHED_PROCESS_KINDS for kind in kinds.values()
-    ):
+    elif (never := never_scheduled(facts, story)) is not None:
+        return never
+    elif story and (harmless := why_harmless(facts)):
+        reason = (
+            "No finish line or exit status was found, and no death sign: the log's errors are "
+            "reports the process went on from (judged harmless below), so nothing shows that "
+            "the run failed."
+        )
+    elif story:
         reason = "No ending was found: the log simply stops, with no error, exit status or finish."
     else:
         reason = "No ending was found: no input shows how the run ended."
-    return Assessment(ending=Ending.UNKNOWN, sign=None, reason=reason)
+    return Assessment(ending=Ending.UNKNOWN, sign=None, reason=reason, harmless=tuple(harmless))
 
 
 def _failure_first(

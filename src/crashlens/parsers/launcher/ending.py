@@ -91,6 +91,9 @@ LUA_TRACEBACK = re.compile(r"^\[C\]: (?:in \?|at 0x[0-9a-fA-F]+)$")
 5.1 prints its address): printed when an error was not caught (Torch7's `th` too)."""
 ERROR_NAMED = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception)\b")
 """A line that names an error type first (`ncclInternalError: Internal check failed.`)."""
+TF_OP_NOTE = re.compile(r"^\[\[(?:\{\{node |Node: )")
+"""TensorFlow's note of the op that raised, printed under its error (`[[{{node
+fifo_queue_enqueue}}]]`, TF 1.x `[[Node: name = Op[...]]]`): part of the exception message."""
 MAX_CONTINUATION = 6
 """Lines an exception message may continue below its exception line."""
 
@@ -212,7 +215,12 @@ def _continues(pair: Sequence[str]) -> bool:
     `Last error:` and the WARN after it)."""
     first, second = pair[0], pair[-1]
     announced = first.rstrip().endswith(":")
-    return bool(ERROR_NAMED.search(second)) or announced or second.rstrip().endswith(":")
+    return (
+        bool(ERROR_NAMED.search(second))
+        or announced
+        or second.rstrip().endswith(":")
+        or bool(TF_OP_NOTE.search(second))
+    )
 
 
 def _teardown(block: Sequence[str]) -> str | None:
@@ -223,6 +231,8 @@ def _teardown(block: Sequence[str]) -> str | None:
     headers = [i for i, t in enumerate(block) if "Traceback (most recent call last)" in t]
     start = max(headers[-1] - 1, 0) if headers else max(len(block) - 4, 0)
     own = block[start:]
+    if any(QUEUE_CANCELLED.search(t) for t in own):
+        return "cancelled"  # a feeder thread's, too: it ended because the loop closed its queue
     if own and THREAD_EXCEPTION.search(own[0]):
         return "thread"
     if any(SHUTDOWN.search(t) for t in own):
@@ -232,6 +242,4 @@ def _teardown(block: Sequence[str]) -> str | None:
     for kind, frame in TEARDOWN_FRAMES:
         if kind == "thread" and any(frame.search(t) for t in own):
             return "thread"  # its outermost frame, where the announcing line was lost
-    if any(QUEUE_CANCELLED.search(t) for t in own):
-        return "cancelled"
     return None

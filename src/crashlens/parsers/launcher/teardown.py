@@ -10,8 +10,10 @@ CPython prints some tracebacks and carries on, so their exception ends nothing:
   cancelled`, `EnqueueMany ...`): raised in the thread blocked on a full queue when the queue
   is closed with its pending enqueues cancelled or the session closes, which is how a
   training loop that stopped (its last step, its iteration cap) ends its feeder threads. TF's
-  own `QueueRunner` catches it as a normal close; a hand-written loader thread prints it. A
-  cancelled dequeue is left out: the consumer, usually the training loop itself, was waiting.
+  own `QueueRunner` catches it as a normal close; a hand-written loader thread prints it
+  (under `Exception in thread`: the kind is still `cancelled`, that thread ended because the
+  loop closed its queue). A cancelled dequeue is left out: the consumer, usually the training
+  loop itself, was waiting.
 * `finalizer`: `Exception ignored in: <...>` heads the traceback of a `__del__` method or a
   weakref callback (`sys.unraisablehook`), which cannot propagate; a frame `in __del__`, or
   in multiprocessing's `_run_finalizers`, which catches a finalizer's exception and prints it
@@ -91,8 +93,10 @@ class TeardownTracker:
         for kind, pattern in FRAMES:
             if pattern.search(text) and self.kind is None:
                 self.kind = kind
-        if self.kind is None and QUEUE_CANCELLED.search(text):
-            # the exception line itself, read before it closes the traceback
+        if self.kind in (None, "thread") and QUEUE_CANCELLED.search(text):
+            # the exception line itself, read before it closes the traceback; a feeder
+            # thread's cancelled enqueue is that thread ending as the loop stops, not a
+            # thread dying of an error
             self.kind = "cancelled"
 
     def _opened(self, lineno: int | None) -> str | None:

@@ -1,0 +1,79 @@
+"""A job that never started: a pod the scheduler could not place is no failure of the run.
+
+Kubernetes keeps a pod `Pending` while no node can take it (`FailedScheduling`: too few free
+GPUs, a node selector or affinity no node matches, taints it does not tolerate, an unbound
+volume). Its containers never ran, so nothing of the run failed, and no category of the
+taxonomy is its cause; but the report must not say that "no ending was found" either: the
+scheduler's event is the ending, and what to do is to give the pod what it asks for.
+
+The report contract fixes the `ending` values (`died`, `completed`, `stopped`, `unknown`);
+the closest is `stopped` (the run did not fail, something outside it decided), with a reason
+that says the job never started and what to do. Only where no input shows another ending:
+a pod placed later did start (the parsers emit `k8s.unschedulable` only for pods the same
+input never shows scheduled), and a death or a stop elsewhere decides as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crashlens.model import Assessment, Ending, Evidence, Fact, Role
+
+UNSCHEDULABLE = "k8s.unschedulable"
+MAX_PODS = 3
+"""Pods named in the reason, at most (then a count)."""
+MAX_MESSAGE = 200
+"""Characters of the scheduler's message quoted in the reason."""
+
+ADVICE = {
+    "resource": "give the pod what it asks for (free or add GPUs or memory, or ask for fewer "
+    "per pod)",
+    "affinity": "fix the pod's node selector or affinity so that some node matches it",
+    "taint": "add the tolerations the nodes' taints need, or schedule on untainted nodes",
+    "volume": "bind or create the volume (PersistentVolumeClaim) the pod mounts",
+}
+"""What to do for each kind of blocker (`parsers.kubernetes.common`'s `kind` attr)."""
+GENERIC_ADVICE = "see why the scheduler could not place it (`kubectl describe pod`)"
+
+
+def never_scheduled(facts: Sequence[Fact], started: bool) -> Assessment | None:
+    """The ending of a job with a pod the scheduler never placed, or None when there is none.
+    `started`: an input tells the run's own story (some rank ran and printed)."""
+    pending = [f for f in facts if f.key == UNSCHEDULABLE]
+    if not pending:
+        return None
+    first = min(pending, key=lambda f: (f.path, f.lineno or 0))
+    pods = sorted({str(f.attr("pod")) for f in pending if f.attr("pod")})
+    named = ", ".join(pods[:MAX_PODS]) + (
+        f" and {len(pods) - MAX_PODS} more" if len(pods) > MAX_PODS else ""
+    )
+    which = f"pod {named}" if len(pods) == 1 else f"pods {named}" if pods else "a pod of the job"
+    # the scheduler's verdict on the nodes, without its note on preemption
+    message = str(first.attr("message") or first.value).split(" preemption:", 1)[0].strip()
+    quoted = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+    kinds = [str(f.attr("kind")) for f in pending]
+    advice = [ADVICE[k] for k in dict.fromkeys(kinds) if k in ADVICE] or [GENERIC_ADVICE]
+    todo = "; ".join(advice)
+    if started:
+        what = (
+            f"The scheduler never placed {which} (FailedScheduling: {quoted}): the ranks that "
+            "started waited for a peer that never ran, which is no failure of the run"
+        )
+    else:
+        what = (
+            f"The job never started: the scheduler never placed {which} (FailedScheduling: "
+            f"{quoted}), so nothing ran and nothing of the run failed"
+        )
+    says = f"the scheduler could not place {which} (FailedScheduling)"
+    return Assessment(
+        ending=Ending.STOPPED,
+        sign=Evidence(
+            path=first.path,
+            line=first.lineno,
+            text=first.text,
+            rule=None,
+            role=Role.SYMPTOM,
+            note=says,
+        ),
+        reason=f"{what}. To run it: {todo}, then resubmit.",
+    )
