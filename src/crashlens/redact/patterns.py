@@ -299,13 +299,30 @@ WANDB_ENTITY = re.compile(
     r"(?!(?:site|authorize|settings|home|login|signup|api|links|fully-connected|wandb)/)([\w.-]+)(?=/)"
 )
 """W&B users and entities (teams): `logged in as: USER (ENTITY)`, `wandb.ai/ENTITY/...`."""
-DB_CLI_PASSWORD = re.compile(
-    r"(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb(?:-dump)?)\b[^\n|;&]*?\s-p)"
-    r"([^\s'\"]+|'[^'\n]*'|\"[^\"\n]*\")"
-    r"|(\b(?:redis-cli|sshpass)\b[^\n|;&]*?\s-[ap]\s*)([^\s'\"-][^\s'\"]*|'[^'\n]*'|\"[^\"\n]*\")"
-    r"|(\bsqlcmd\b[^\n|;&]*?\s-P\s*)([^\s'\"]+|'[^'\n]*'|\"[^\"\n]*\")"
+DB_CLIENT = re.compile(
+    r"\b(?:(mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb(?:-dump)?)|"
+    r"(redis-cli|sshpass)|(sqlcmd))\b"
 )
-"""A database password given on a command line: `mysql -pSECRET`, `redis-cli -a SECRET`."""
+"""A database client that takes a password on its command line; the group that matched is
+its family (1: `-pSECRET`, 2: `-a SECRET`/`-p SECRET`, 3: `-P SECRET`)."""
+DB_CLI_PASSWORD = re.compile(DB_CLIENT.pattern + r"[^\n]*+")
+"""A line from its first database client on: `replacements._db_cli` finds the passwords
+(`mysql -pSECRET`, `redis-cli -a SECRET`). One regex that scanned from every client name to
+the end of its command for a flag with a value cost quadratic time on `mysql  -p ` repeated."""
+DB_CLI_FLAG: Final = (
+    re.compile(r"\s-p"),
+    re.compile(r"\s-[ap]"),
+    re.compile(r"\s-P"),
+)
+"""The password flag of each family (`DB_CLIENT`'s groups), at a space."""
+DB_CLI_VALUE: Final = (
+    re.compile(r"([^\s'\"]+|'[^'\n]*'|\"[^\"\n]*\")"),
+    re.compile(r"\s*+([^\s'\"-][^\s'\"]*|'[^'\n]*'|\"[^\"\n]*\")"),
+    re.compile(r"\s*+([^\s'\"]+|'[^'\n]*'|\"[^\"\n]*\")"),
+)
+"""The password after each family's flag (mysql's right after `-p`, with no space)."""
+DB_CLI_COMMAND_END = re.compile(r"[\n|;&]")
+"""Where a command ends: a client's flag is looked for before it (its value may run on, quoted)."""
 CONN_STRING = re.compile(
     r"(?i)((?<![\w-])(?P<name>user id|userid|uid|username|user|server|data source|address|"
     r"addr|network address|accountname)\s*=\s*)(?P<value>[^;\"'\s]+)(?=\s*;)"
