@@ -43,7 +43,7 @@ from functools import cache
 
 from crashlens.decide.ignored import why_harmless, without_ignored
 from crashlens.decide.never_started import never_scheduled
-from crashlens.decide.stop_order import FailureFirst, failure_before_stop
+from crashlens.decide.stop_order import FailureFirst, Progress, failure_before_stop
 from crashlens.match.catalogs import load_catalogs
 from crashlens.match.rules import Rule, rule_index, shipped_rules
 from crashlens.model import (
@@ -244,11 +244,27 @@ def _failure_first(
     rules: Sequence[Rule] | None,
 ) -> FailureFirst | None:
     """A failure line that a stop followed (`decide.stop_order`): the stop is its teardown,
-    unless the run's training progress began after the line (it got past it)."""
+    unless the run's training progress began or went on after the line (it got past it)."""
     index = rule_index(rules if rules is not None else shipped_rules())
-    progress = {f.path: f.lineno for f in facts if f.key == "log.progress" and f.lineno}
     stopped, causes = [s.fact for s in stops], without_ignored(hits, facts)
-    return failure_before_stop(stopped, causes, kinds, index.failure, index.knock_on, progress)
+    return failure_before_stop(
+        stopped, causes, kinds, index.failure, index.knock_on, _progress(facts)
+    )
+
+
+def _progress(facts: Sequence[Fact]) -> dict[str, Progress]:
+    """Where each log's training progress shows (`log.progress`, `log.progress_mark`)."""
+    first = {f.path: f.lineno for f in facts if f.key == "log.progress" and f.lineno}
+    marks: dict[str, list[tuple[int, int | None]]] = {}
+    for item in facts:
+        if item.key == "log.progress_mark" and item.lineno is not None:
+            rank = item.attr("rank")
+            ranked = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+            marks.setdefault(item.path, []).append((item.lineno, ranked))
+    return {
+        path: Progress(first.get(path), tuple(sorted(marks.get(path, ()))))
+        for path in first.keys() | marks.keys()
+    }
 
 
 def _died_before_stop(first: FailureFirst, stops: Sequence[Sign]) -> Assessment:

@@ -13,11 +13,15 @@ scheduler stop (Ctrl-C, a `KeyboardInterrupt`, `CANCELLED by <uid>`, `DUE TO TIM
 `TIMEOUT`, `PREEMPTED`, a pod preempted or evicted through the API) comes before the errors:
 what the processes print after being stopped is then the stop's teardown noise.
 
-A failure line the run went on from is no cause of the stop: when a log's training progress
-first shows after the line and before the stop (a connect retry at start-up, then an hour of
-steps, then `scancel`), the run got past it, and the stop stands as an outside one. (Only the
-first progress line is known, `log.progress`: a warning the run survived in mid-training, with
-a bare SIGTERM after it, still reads as its cause.)
+A failure line the run went on from is no cause of the stop. At start-up: when a log's
+training progress first shows after the line and before the stop (a connect retry at
+start-up, then an hour of steps, then `scancel`), the run got past it. In mid-training: when
+at least `MIN_STEPS_AFTER` progress lines of the same rank (where both lines name one) follow
+the line before the stop (a failed save, then more steps, then a bare SIGTERM), the run went
+on from it. Fewer than that may be other ranks finishing the step they were in while the
+failure's teardown reached them, so the failure still reads as the cause. The parsers read
+those progress lines among the log's last lines (`log.progress_mark`): a stop whose last
+lines show no progress (a flood of teardown tracebacks) leaves the failure as its cause.
 
 Order is read within one log (line numbers). A platform's record of the end (a container's
 exit code, a pod's state, an sacct row) is written after every log line, so an ambiguous stop
@@ -39,9 +43,21 @@ RUN_LOG_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
 """Inputs that tell the run's own story line by line; the other kinds are records of it
 (container and pod states, scheduler accounting), written when it had ended."""
 
+MIN_STEPS_AFTER = 3
+"""Progress lines after a mid-training failure line that show the run went on from it."""
+
 _USER_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
 _EXPLICIT_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})
 _EXPLICIT_K8S = frozenset({"Preempting", "Shutdown", "NodeShutdown"})
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where one log's training progress shows: its first progress line, and the progress
+    lines among its last lines as (line, rank), in order (`log.progress_mark`)."""
+
+    first: int | None
+    marks: tuple[tuple[int, int | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +114,11 @@ def failure_before_stop(
     kinds: Mapping[str, InputKind | None],
     failure_rules: frozenset[str],
     knock_on: frozenset[str],
-    progress: Mapping[str, int] | None = None,
+    progress: Mapping[str, Progress] | None = None,
 ) -> FailureFirst | None:
     """The earliest cause-level failure line that a stop followed, with that stop; None when
     every stop is external (nothing failed before it, or an explicit stop came first).
-    `progress`: each log's first line of training progress (`log.progress`)."""
+    `progress`: where each log's training progress shows."""
     started = progress or {}
     causes = sorted(
         (h for h in hits if cause_level(h, failure_rules, knock_on)),
@@ -133,13 +149,22 @@ def _precedes(cause: Hit, stop: Fact, kinds: Mapping[str, InputKind | None]) -> 
     return kinds.get(stop.path) not in RUN_LOG_KINDS and kinds.get(cause.path) in RUN_LOG_KINDS
 
 
-def _went_on(cause: Hit, stop: Fact, started: Mapping[str, int]) -> bool:
-    """Whether the log's training progress began after the failure line (and before a stop in
-    the same log): the run got past start-up after it, so it did not end the run."""
-    first = started.get(cause.path)
-    if first is None or first <= (cause.lineno or 0):
+def _went_on(cause: Hit, stop: Fact, started: Mapping[str, Progress]) -> bool:
+    """Whether the run went on from the failure line: its training progress began after the
+    line, or went on for `MIN_STEPS_AFTER` lines after it, before a stop in the same log."""
+    seen = started.get(cause.path)
+    line = cause.lineno or 0
+    if seen is None:
         return False
-    return stop.path != cause.path or stop.lineno is None or first < stop.lineno
+    limit = stop.lineno if stop.path == cause.path and stop.lineno is not None else None
+    if seen.first is not None and seen.first > line:
+        return limit is None or seen.first < limit
+    after = [rank for at, rank in seen.marks if at > line and (limit is None or at < limit)]
+    if cause.rank is not None:
+        # the failing rank's own steps (or unprefixed lines): another rank's step may be one
+        # it finished while the failure's teardown reached it
+        after = [rank for rank in after if rank in (cause.rank, None)]
+    return len(after) >= MIN_STEPS_AFTER
 
 
 def _stopped_first(stop: Fact, cause: Hit) -> bool:

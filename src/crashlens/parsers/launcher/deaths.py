@@ -33,6 +33,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `log.progress`: True at the first line that reports training progress (an epoch, step or
   iteration counter with its number, a loss value): the run got past start-up, so its
   libraries loaded and its GPU worked. Loading bars are no progress of training.
+* `log.progress_mark`: int, each progress line among the log's last lines (`progress.py`):
+  whether training went on after a failure line.
 * `python.gc_crash`: True, faulthandler's `Garbage-collecting` line in a dumped stack: the
   fatal error struck during a garbage collection (CPython 3.10+, bpo-44466), i.e. while the
   collector walked the heap: a corrupted object, so corrupted memory.
@@ -49,6 +51,7 @@ from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, AnchoredCollector, fact
 from crashlens.parsers.launcher.ending import ending_facts, fatal_kind
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
+from crashlens.parsers.launcher.progress import tail_progress
 from crashlens.parsers.launcher.signals import (
     ENGLISH_SIGNAL_WORDS,
     LOCALE_SIGNAL_WORDS,
@@ -210,6 +213,7 @@ class DeathSigns(AnchoredCollector):
         self.fault_timeout = False
         self.run_completed = False
         self.ending: list[Fact] = []
+        self.progress: list[Fact] = []
 
     def _sign(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> None:
         if (key, str(value)) in self.states or len(self.signs) >= MAX_SIGNS:
@@ -320,10 +324,12 @@ class DeathSigns(AnchoredCollector):
 
     def end(self, tail: Sequence[Line], terminated: bool) -> None:
         self.ending = ending_facts(self.path, tail, terminated)
+        self.progress = tail_progress(self.path, tail, PROGRESS)
 
     def death_facts(self) -> list[Fact]:
-        """The signs kept and the ending (the signals are `self.signals`, listed apart)."""
-        return [*self.signs, *self.ending]
+        """The signs kept, the ending and the progress marks (the signals are `self.signals`,
+        listed apart)."""
+        return [*self.signs, *self.ending, *self.progress]
 
     def finish(self) -> list[Fact]:
         return [*self.death_facts(), *self.signals.facts.values(), *self.singles.values()]
@@ -352,7 +358,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
     # faulthandler's mark of a crash inside the garbage collector
     Anchor(r"Garbage-collecting", D.on_gc_crash, settles=("python.gc_crash",)),
-    # the first line of training progress is all that is kept
+    # the first line of training progress is all that is kept (the last lines' progress is
+    # read from the log's tail: `progress.py`)
     Anchor(
         r"[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter|ITER|[Ll]oss|LOSS",
         D.on_progress,
