@@ -244,7 +244,10 @@ class RichProgress:
         self._bar.start()
         self._task = self._bar.add_task(
             # 0: not known yet (the listing streams); rich shows a bar without an end.
-            "scan", total=total_bytes or None, jobs=self._jobs_text(), rate="0.0 jobs/s"
+            "scan",
+            total=total_bytes or None,
+            jobs=self._jobs_text(),
+            rate="0.0 jobs/s",
         )
 
     def _jobs_text(self) -> str:
