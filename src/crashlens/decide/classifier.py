@@ -183,10 +183,28 @@ def thin_evidence(rule_scores: dict[str, float], rules_say_none: bool, label: st
     return rule_scores.get(label, 0.0) < EVIDENCE_FLOOR
 
 
+THIN_CEILING = 0.9
+"""The most a cause resting on thin evidence may get. The corpus holds only a handful of runs
+with nothing but an indirect sign (7 bare SIGKILLs, all host_oom): a fitted temperature can then
+read 0.95, but so few cases cannot support near-certainty (Laplace's rule of succession gives
+(7 + 1) / (7 + 2) = 0.89), so such a cause reads as likely, with what would confirm it."""
+
+
 def calibrated(logits: dict[str, float], thin: bool, calibration: Calibration) -> dict[str, float]:
-    """Probabilities from combined log-scores, at the temperature their evidence calls for."""
+    """Probabilities from combined log-scores, at the temperature their evidence calls for;
+    a leader on thin evidence is held at `THIN_CEILING`, the rest shared out in proportion."""
     temperature = calibration.thin_temperature if thin else calibration.temperature
-    return _softmax(logits, temperature)
+    probabilities = _softmax(logits, temperature)
+    if not thin:
+        return probabilities
+    top = leader(logits)
+    excess = probabilities[top] - THIN_CEILING
+    rest = 1.0 - probabilities[top]
+    if excess <= 0.0 or rest <= 0.0:
+        return probabilities
+    return {
+        c: THIN_CEILING if c == top else p + excess * p / rest for c, p in probabilities.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
