@@ -243,6 +243,21 @@ class Hit:
                 return value
         return None
 
+    def cited(self, note: str | None) -> Evidence:
+        """This hit as a report citation, with `note` saying why it is cited."""
+        return Evidence(
+            path=self.path,
+            line=self.lineno,
+            text=self.text,
+            rule=self.rule_id,
+            role=self.role,
+            note=note,
+            rank=self.rank,
+            host=self.host,
+            timestamp=self.timestamp,
+            clock=self.clock,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class InputAnalysis:

@@ -181,7 +181,7 @@ def _first_failure_evidence(decision: Decision, assessment: Assessment | None) -
             return assessment.sign
         return None
     note = f"rank {hit.rank}" if hit.rank is not None else None
-    return _evidence(hit, note)
+    return hit.cited(note)
 
 
 def _lead(analyses: Sequence[InputAnalysis], decision: Decision) -> Evidence | None:
@@ -203,22 +203,7 @@ def _lead(analyses: Sequence[InputAnalysis], decision: Decision) -> Evidence | N
     best = min(own, key=lambda h: (h.role is not Role.ROOT, -h.weight, h.rule_id))
     same = [h for h in own if h.rule_id == best.rule_id]
     earliest = min(same, key=lambda h: (h.timestamp is None, h.timestamp or 0.0, h.lineno or 0))
-    return _evidence(earliest, None)
-
-
-def _evidence(hit: Hit, note: str | None) -> Evidence:
-    return Evidence(
-        path=hit.path,
-        line=hit.lineno,
-        text=hit.text,
-        rule=hit.rule_id,
-        role=hit.role,
-        note=note,
-        rank=hit.rank,
-        host=hit.host,
-        timestamp=hit.timestamp,
-        clock=hit.clock,
-    )
+    return earliest.cited(None)
 
 
 def _select_evidence(items: Sequence[WeighedHit]) -> list[WeighedHit]:
@@ -264,7 +249,7 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
         else f"No {name} rule matched, but in the labelled corpus these lines usually meant "
         f"{name}; confirm with the checks below."
     )
-    evidence = tuple(_evidence(item.hit, item.note) for item in chosen)
+    evidence = tuple(item.hit.cited(item.note) for item in chosen)
     return Cause(
         category=candidate.category,
         confidence=candidate.confidence,

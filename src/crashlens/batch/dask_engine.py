@@ -42,7 +42,7 @@ from crashlens.batch import job as job_module
 from crashlens.batch.cache import code_digest
 from crashlens.batch.engine import EngineChoice, EngineError
 from crashlens.batch.jobs import JobSpec
-from crashlens.batch.pool import batches, prepare
+from crashlens.batch.pool import batches, crashed_row, prepare, timed_out_row
 from crashlens.batch.row import JobRow
 from crashlens.match.site import SiteRuleFile
 
@@ -95,15 +95,6 @@ def analyze_batch(jobs: list[JobSpec], root: str, backend: str, site: SiteFiles)
             _PREPARED.add((backend, site))
         # Looked up on the module at each call, so a test can stand in a job that kills its worker.
         return [job_module.analyze_job(job, root, backend) for job in jobs]
-
-
-def _crashed(job: JobSpec, detail: str) -> JobRow:
-    return JobRow.for_job(job, f"analysis crashed: the worker process died ({detail})")
-
-
-def _timed_out(job: JobSpec, seconds: float) -> JobRow:
-    reason = f"analysis timed out: still running after {seconds:g} s (--job-timeout)"
-    return JobRow.for_job(job, reason)
 
 
 def _failed(job: JobSpec, error: BaseException) -> JobRow:
@@ -304,9 +295,9 @@ class DaskEngine:
                             continue
                     _restart_holders(client, [future.key])
                     future.cancel()
-                    return _timed_out(job, self.job_timeout or 0.0)
+                    return timed_out_row(job, self.job_timeout or 0.0)
             except KilledWorker:
-                return _crashed(job, "killed its Dask worker twice")
+                return crashed_row(job, "killed its Dask worker twice")
             except Exception as error:  # a lost result, not the job's fault
                 if attempt == MAX_ATTEMPTS_ALONE:
                     return _failed(job, error)

@@ -78,12 +78,14 @@ def batches(jobs: Iterable[JobSpec]) -> Iterator[list[JobSpec]]:
     return iter_job_batches(jobs, BATCH_JOBS, BATCH_BYTES)
 
 
-def _timed_out(job: JobSpec, seconds: float) -> JobRow:
+def timed_out_row(job: JobSpec, seconds: float) -> JobRow:
+    """The row of a job still running after `--job-timeout` (both engines write it)."""
     reason = f"analysis timed out: still running after {seconds:g} s (--job-timeout)"
     return JobRow.for_job(job, reason)
 
 
-def _crashed(job: JobSpec, detail: str) -> JobRow:
+def crashed_row(job: JobSpec, detail: str) -> JobRow:
+    """The row of a job whose worker process died under it (both engines write it)."""
     return JobRow.for_job(job, f"analysis crashed: the worker process died ({detail})")
 
 
@@ -229,9 +231,9 @@ class Runner:
                 if done:
                     return future.result()
                 if self._overdue(started):
-                    return _timed_out(job, self.job_timeout or 0.0)
+                    return timed_out_row(job, self.job_timeout or 0.0)
         except BrokenProcessPool as error:
-            return _crashed(job, str(error) or "killed")
+            return crashed_row(job, str(error) or "killed")
         finally:
             _stop(executor)
 

@@ -276,18 +276,7 @@ def _died_before_stop(first: FailureFirst, stops: Sequence[Sign]) -> Assessment:
     says = f"a failure line ({cause.rule_id}) came before the stop at {where}"
     return Assessment(
         ending=Ending.DIED,
-        sign=Evidence(
-            path=cause.path,
-            line=cause.lineno,
-            text=cause.text,
-            rule=cause.rule_id,
-            role=cause.role,
-            note=says,
-            rank=cause.rank,
-            host=cause.host,
-            timestamp=cause.timestamp,
-            clock=cause.clock,
-        ),
+        sign=cause.cited(says),
         reason=(
             f"The run failed: {says}; that stop{stopped} is the failure's teardown (a launcher, "
             "runtime or scheduler ending the processes), not a stop from outside."
