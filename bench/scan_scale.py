@@ -10,16 +10,23 @@ memory is the scan's own, not this script's):
   driver RSS    the driver's resident memory (/proc/self/status) when the scan starts
                 analyzing, when 10k, 50k, 100k and 200k rows are in, and its peak
   overhead      no-op jobs through each engine (jobs that are `unreadable`, so `analyze_job`
-                returns at once): the engine's marginal cost per job, start-up left out
+                returns at once): the engine's marginal cost per job, start-up left out; as
+                shipped and with other jobs per task (`--what-if-batch`)
   listing       the listing alone of a tree of 1,000,000 one-file jobs, streamed and held in a
                 list, RSS at each count; and the real scan driver over that tree with
                 `--shard 1/1000` (it lists all 1M jobs, analyzes 1,000)
-  1 GB          the local pool against Dask on a ~1 GB archive of larger jobs (350 KB median),
-                wall time of the whole command, cluster start-up included
+  1 GB          the local pool against Dask on a ~1 GB archive of larger jobs (350 KB median):
+                the wall time of the whole command, and its analysis once the workers were
+                ready (the summary's `analyzed.startup_s` left out: the pool's rule library
+                and database, a cluster's start, code check and warm-up)
 
-The local engine is the process pool (`--workers N`); Dask is `--dask local`: a LocalCluster
-of N worker processes with one thread each (processes=True), its scheduler in the driver.
-Every measurement runs `--rounds` times (2 by default), engines in alternating order.
+The local engine is the process pool (`--workers N`). `dask` is `--dask local`: a LocalCluster
+of N worker processes with one thread each (processes=True), started by the command, its
+scheduler in the driver. `dask-cluster` is a running cluster, as a site has one: `dask
+scheduler` and `dask worker --nworkers N --nthreads 1` started once by this script (workers
+preloaded with `crashlens.batch.dask_worker`), each scan `--dask SCHEDULER_FILE`.
+Every measurement runs `--rounds` times (2 by default), engines in alternating order; each
+line gives the load average when it started (the machine may be shared).
 
     python bench/scan_scale.py                           # everything, in a temporary folder
     python bench/scan_scale.py --jobs 200000 --root /scratch/jobs-200k --engines local,dask
@@ -31,6 +38,7 @@ Not run in CI at full size (it writes a million files); tests/test_bench_scale.p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -40,12 +48,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ARCHIVES = BENCH / "out" / "archives"
 MARKS = (10_000, 50_000, 100_000, 200_000, 1_000_000)
+SCHEDULER_FILE: str | None = None
+"""The running cluster's scheduler file, when `dask-cluster` is measured."""
 MARKER = ".gen_jobs.json"
 """Written in a generated tree (hidden: a scan skips it) to know it can be reused."""
 
@@ -111,7 +122,6 @@ class _Sampler:
 
 
 def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
-    from crashlens.batch.engine import EngineChoice
     from crashlens.batch.session import ScanOptions, scan_archive
     from crashlens.batch.shards import parse_shard
 
@@ -122,7 +132,7 @@ def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
         workers=spec["workers"],
         use_cache=False,
         shard=parse_shard(spec["shard"]) if spec.get("shard") else None,
-        engine=EngineChoice(dask="local" if spec["engine"] == "dask" else None),
+        engine=_choice(spec),
     )
     if spec.get("limit_s"):
         # Stop as Ctrl-C does (the session keeps the rows so far): a bounded measurement.
@@ -153,17 +163,35 @@ def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
         "driver_cpu_s": cpu_after[0] - cpu_before[0],
         "workers_cpu_s": cpu_after[1] - cpu_before[1],
         "interrupted": outcome.interrupted,
+        "startup_s": summary.get("analyzed", {}).get("startup_s") or 0.0,
     }
+
+
+def _choice(spec: dict[str, Any]) -> Any:
+    """The engine a child's spec names: `local`, `dask` (a LocalCluster of its own) or
+    `dask-cluster` (the running cluster of `scheduler_file`)."""
+    from crashlens.batch.engine import EngineChoice
+
+    engine = spec["engine"]
+    if engine == "dask-cluster":
+        return EngineChoice(dask=spec["scheduler_file"])
+    return EngineChoice(dask="local" if engine == "dask" else None)
 
 
 def _child_noop(spec: dict[str, Any]) -> dict[str, Any]:
     from crashlens.batch import pool
-    from crashlens.batch.engine import EngineChoice, make_engine
+    from crashlens.batch.engine import make_engine
     from crashlens.batch.jobs import JobSpec
 
-    if spec.get("batch_jobs"):  # a what-if: jobs per task (both engines batch with pool's)
-        pool.BATCH_JOBS = spec["batch_jobs"]
-    choice = EngineChoice(dask="local" if spec["engine"] == "dask" else None)
+    choice = _choice(spec)
+    if spec.get("batch_jobs"):  # a what-if: at most this many jobs per task
+        if choice.distributed:
+            from crashlens.batch import task_sizing
+
+            size = task_sizing.DASK_TASK
+            task_sizing.DASK_TASK = task_sizing.TaskSize(spec["batch_jobs"], size.max_bytes)
+        else:
+            pool.BATCH_JOBS = spec["batch_jobs"]
     engine = make_engine(choice, "/nonexistent", spec["workers"], "auto", job_timeout=None)
     jobs = (
         JobSpec(f"noop/{n:08d}", "unreadable", (), (), reason="no-op") for n in range(spec["jobs"])
@@ -185,6 +213,7 @@ def _child_noop(spec: dict[str, Any]) -> dict[str, Any]:
         "startup_s": first - started,
         "steady_s": last - first,
         "workers": engine.workers,
+        "load": os.getloadavg()[0],
     }
 
 
@@ -215,11 +244,14 @@ def _child_listing(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _child(spec: dict[str, Any]) -> None:
     run = {"scan": _child_scan, "noop": _child_noop, "listing": _child_listing}[spec["mode"]]
-    print("RESULT " + json.dumps(run(spec)), flush=True)
+    load = os.getloadavg()[0]  # when the measurement starts
+    print("RESULT " + json.dumps({"load_at_start": load, **run(spec)}), flush=True)
 
 
 def _in_child(spec: dict[str, Any]) -> tuple[dict[str, Any], float]:
     """Run one measurement in a fresh interpreter: (its result, the whole command's wall)."""
+    if SCHEDULER_FILE is not None:
+        spec = {**spec, "scheduler_file": SCHEDULER_FILE}
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)],
@@ -433,47 +465,109 @@ def measure_syscalls(root: Path, scratch: Path) -> None:
 
 
 def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int, out: Path) -> None:
+    """The ~1 GB archive on each engine, alternating: the whole command's wall time, and the
+    analysis once the engine's workers were ready (start-up left out, for every engine)."""
     walls: dict[str, list[float]] = {e: [] for e in engines}
-    phases: dict[str, list[float]] = {e: [] for e in engines}
+    ready: dict[str, list[float]] = {e: [] for e in engines}
     cpus: dict[str, list[float]] = {e: [] for e in engines}
+    loads: list[float] = []
     for round_index in range(rounds):
         for engine in _order(engines, round_index):
             spec = {"mode": "scan", "root": str(folder), "out": str(out / f"gb-{engine}"),
                     "engine": engine, "workers": workers, "marks": []}  # fmt: skip
             got, wall = _in_child(spec)
             walls[engine].append(wall)
-            phases[engine].append(got["analyze_s"])
+            after_ready = got["analyze_s"] - got["startup_s"]
+            ready[engine].append(after_ready)
             cpus[engine].append(got["workers_cpu_s"] + got["driver_cpu_s"])
+            loads.append(got["load_at_start"])
             gigabytes = max(got["bytes"], 1) / 1e9
             print(
                 f"1 GB {engine:>5} round {round_index + 1}: {got['rows']:,} jobs, "
                 f"{gigabytes:.2f} GB in {wall:.2f} s command wall ({gigabytes * 1e3 / wall:,.0f}"
-                f" MB/s; analysis phase {got['analyze_s']:.2f} s, start-up "
+                f" MB/s; load {got['load_at_start']:.1f}; start-up {got['startup_s']:.2f} s, "
+                f"then {after_ready:.2f} s of analysis with the workers ready, first row after "
                 f"{got['first_row_s']:.2f} s); CPU: workers {got['workers_cpu_s']:.1f} s "
                 f"({got['workers_cpu_s'] / gigabytes:.2f} s/GB), driver "
                 f"{got['driver_cpu_s']:.1f} s",
                 flush=True,
             )
-    if "local" in walls and "dask" in walls:
+    for other in [e for e in engines if e != "local"]:
+        if "local" not in walls:
+            break
         each = ", ".join(
             f"round {n + 1} {d / loc - 1:+.1%}"
-            for n, (loc, d) in enumerate(zip(walls["local"], walls["dask"], strict=True))
+            for n, (loc, d) in enumerate(zip(walls["local"], walls[other], strict=True))
         )
-        local, dask = statistics.median(walls["local"]), statistics.median(walls["dask"])
-        phase = statistics.median(phases["dask"]) / statistics.median(phases["local"]) - 1
-        cpu = statistics.median(cpus["dask"]) / statistics.median(cpus["local"]) - 1
+        local, theirs = statistics.median(walls["local"]), statistics.median(walls[other])
+        phase = statistics.median(ready[other]) / statistics.median(ready["local"]) - 1
+        cpu = statistics.median(cpus[other]) / statistics.median(cpus["local"]) - 1
         print(
-            f"dask vs local on 1 GB: {each}; median {dask / local - 1:+.1%} "
-            f"(local {local:.2f} s, dask {dask:.2f} s; analysis phase alone {phase:+.1%}; "
-            f"CPU of driver and workers {cpu:+.1%}; target within +15 %)"
+            f"{other} vs local on 1 GB: {each}; median {theirs / local - 1:+.1%} "
+            f"(command wall: local {local:.2f} s, {other} {theirs:.2f} s; with the workers "
+            f"ready {phase:+.1%}: local {statistics.median(ready['local']):.2f} s, {other} "
+            f"{statistics.median(ready[other]):.2f} s; CPU of driver and workers {cpu:+.1%}; "
+            f"load {min(loads):.1f} to {max(loads):.1f}; target within +15 %)",
+            flush=True,
         )
+
+
+@contextlib.contextmanager
+def running_cluster(workers: int, folder: Path) -> Iterator[str]:
+    """A Dask cluster as a site runs one: `dask scheduler` and `dask worker` processes (one
+    thread each, preloaded with crashlens' warm-up), started once; yields the scheduler file."""
+    import distributed
+
+    scheduler_file = folder / "scheduler.json"
+    dask = str(Path(sys.executable).parent / "dask")
+    common = ["--scheduler-file", str(scheduler_file), "--no-dashboard"]
+    logs = contextlib.ExitStack()
+    started = [
+        subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", *common],
+            stdout=subprocess.DEVNULL,
+            stderr=logs.enter_context((folder / "scheduler.log").open("w")),
+        )
+    ]
+    try:
+        while not scheduler_file.exists():
+            time.sleep(0.1)
+        started.append(
+            subprocess.Popen(
+                [
+                    dask,
+                    "worker",
+                    "--nworkers",
+                    str(workers),
+                    "--nthreads",
+                    "1",
+                    "--preload",
+                    "crashlens.batch.dask_worker",
+                    *common,
+                ],  # fmt: skip
+                stdout=subprocess.DEVNULL,
+                stderr=logs.enter_context((folder / "workers.log").open("w")),
+            )
+        )
+        with distributed.Client(scheduler_file=str(scheduler_file), timeout=120) as client:
+            client.wait_for_workers(workers, timeout=300)
+        yield str(scheduler_file)
+    finally:
+        for process in reversed(started):
+            process.terminate()
+        for process in reversed(started):
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        logs.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=200_000, help="small jobs in the tree")
     parser.add_argument("--root", type=Path, default=None, help="tree to reuse or create")
-    parser.add_argument("--engines", default="local,dask")
+    parser.add_argument("--engines", default="local,dask", help="of local, dask, dask-cluster")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
@@ -481,7 +575,7 @@ def main() -> None:
     )
     parser.add_argument("--noop-jobs", type=int, default=50_000)
     parser.add_argument(
-        "--what-if-batch", default="64", help="no-op runs with these jobs per task too"
+        "--what-if-batch", default="8,32", help="no-op runs with these jobs per task too"
     )
     parser.add_argument("--listing-jobs", type=int, default=1_000_000, help="0: skip")
     parser.add_argument("--listing-root", type=Path, default=None)
@@ -507,7 +601,14 @@ def main() -> None:
         flush=True,
     )
     scratch = Path(tempfile.mkdtemp(prefix="crashlens-scale-"))
+    services = contextlib.ExitStack()
     try:
+        if "dask-cluster" in engines:
+            global SCHEDULER_FILE
+            (scratch / "cluster").mkdir()
+            SCHEDULER_FILE = services.enter_context(
+                running_cluster(args.workers, scratch / "cluster")
+            )
         if "scan" not in skip:
             root = args.root or scratch / "tree"
             total, _ = ensure_tree(root, args.jobs, args.seed, procs)
@@ -527,6 +628,7 @@ def main() -> None:
             folder = ensure_archive(args.gb, args.seed, procs, where)
             measure_archive(folder, engines, args.rounds, args.workers, scratch / "out")
     finally:
+        services.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -42,9 +42,9 @@ class PoisonJob(WorkerPlugin):
 def pretend_code(digest: str) -> None:
     """Run on a worker: report `digest` as the crashlens code it loaded (a worker started
     before an upgrade)."""
-    from crashlens.batch import dask_engine
+    from crashlens.batch import dask_worker
 
-    dask_engine.LOADED_CODE = digest
+    dask_worker.LOADED_CODE = digest
 
 
 class HangJob(WorkerPlugin):

@@ -203,7 +203,7 @@ def test_ctrl_c_keeps_what_dask_scanned_and_the_next_run_resumes(
 def test_workers_running_other_crashlens_code_are_refused(tmp_path: Path, cluster: str) -> None:
     from dask_helpers import pretend_code
 
-    from crashlens.batch.dask_engine import LOADED_CODE
+    from crashlens.batch.dask_worker import LOADED_CODE
 
     root = generated_archive(tmp_path / "archive", 2)
     engine = DaskEngine(EngineChoice(dask=cluster), str(root), 0, "auto")

@@ -15,12 +15,12 @@ import pytest
 from scan_helpers import JobTally, count_jobs, enospc_job, generated_archive, tiny_tree
 from service_helpers import MOTO_SERVER, dask_cluster, moto_s3
 
-from crashlens.batch import session
+from crashlens.batch import session, task_sizing
 from crashlens.batch.dask_engine import IN_FLIGHT_PER_THREAD, DaskEngine
 from crashlens.batch.engine import EngineChoice
 from crashlens.batch.jobs import discover_jobs
-from crashlens.batch.pool import BATCH_JOBS
 from crashlens.batch.session import ScanOptions, scan_archive
+from crashlens.batch.task_sizing import TaskSize
 
 distributed = pytest.importorskip("distributed")
 s3fs = pytest.importorskip("s3fs")
@@ -146,10 +146,13 @@ def test_the_driver_holds_the_batches_in_flight_not_the_listing(
     root = tiny_tree(tmp_path / "archive", 600, per_folder=100)
     listing = session.iter_jobs
     monkeypatch.setattr(session, "iter_jobs", lambda *a, **k: count_jobs(listing(*a, **k)))
+    # Tasks of 8 jobs, so that the bound is far below the tree's 600 jobs.
+    monkeypatch.setattr(task_sizing, "DASK_TASK", TaskSize(max_jobs=8, max_bytes=1 << 20))
     JobTally.reset()
     options = ScanOptions(root=root, out=tmp_path / "out", engine=EngineChoice(dask=cluster))
     outcome = scan_archive(options)
     assert outcome.summary["jobs"]["scanned"] == 600
-    threads = outcome.summary["workers"]
-    held = (threads * IN_FLIGHT_PER_THREAD + 2) * BATCH_JOBS + 1
+    slots = outcome.summary["workers"] * IN_FLIGHT_PER_THREAD
+    # The batches in flight, as many again looked ahead, and the job in hand.
+    held = 2 * slots * 8 + 1
     assert 0 < JobTally.peak <= held < 600

@@ -109,6 +109,52 @@ def test_shards_merged_equal_the_unsharded_scan(tmp_path: Path) -> None:
     assert table(tmp_path / "merged-jsonl").equals(table(tmp_path / "whole"))
 
 
+def test_each_shard_stats_only_its_own_jobs_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shard filter runs on a job's path as the listing finds it, before its files are
+    stat-ed (or a folder matched by --job-glob is walked): N shards split the metadata work."""
+    from crashlens.batch import jobs as jobs_module
+
+    root = generated_archive(tmp_path / "archive", 30)
+    listed = list(discover_jobs(root))
+    stated: list[str] = []
+    walked: list[str] = []
+    stat, folder_job = jobs_module._stat, jobs_module._folder_job
+
+    def counted_stat(entry: os.DirEntry[str], name: str) -> Any:
+        stated.append(entry.path)
+        return stat(entry, name)
+
+    def counted_folder_job(folder: str, walk: Any) -> Any:
+        walked.append(os.path.relpath(folder, root).replace(os.sep, "/"))
+        return folder_job(folder, walk)
+
+    monkeypatch.setattr(jobs_module, "_stat", counted_stat)
+    monkeypatch.setattr(jobs_module, "_folder_job", counted_folder_job)
+    every_file: list[str] = []
+    for k in (1, 2, 3):
+        stated.clear()
+        shard = Shard(k, 3)
+        part = scan_archive(ScanOptions(root=root, out=tmp_path / f"s{k}", workers=1, shard=shard))
+        own = [job for job in listed if shard.holds(job.rel)]
+        assert sorted(row.job for row in part.rows) == sorted(job.rel for job in own)
+        assert sorted(stated) == sorted(path for job in own for path in job.inputs)
+        assert part.summary["jobs_listed"] == len(listed)
+        every_file += stated
+    assert sorted(every_file) == sorted(path for job in listed for path in job.inputs)
+    # Under --job-glob a matched folder is walked by its own shard only.
+    for k in (1, 2):
+        walked.clear()
+        shard = Shard(k, 2)
+        options = ScanOptions(
+            root=root, out=tmp_path / f"g{k}", workers=1, job_glob="*/job-*", shard=shard
+        )
+        part = scan_archive(options)
+        assert walked and all(shard.holds(rel) for rel in walked)
+        assert sorted(walked) == sorted(row.job for row in part.rows if "." not in row.job)
+
+
 def test_merge_refuses_shards_that_do_not_fit(tmp_path: Path) -> None:
     root = generated_archive(tmp_path / "archive", 12)
     outs = []

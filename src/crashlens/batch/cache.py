@@ -95,6 +95,7 @@ class ScanCache:
         self._stream: IO[bytes] | None = None
         self._index: sqlite3.Connection | None = None
         self._folder: str | None = None
+        self._remembering = False
         if path is not None:
             self._open(path)
 
@@ -158,6 +159,31 @@ class ScanCache:
             return None
         return cast(dict[str, Any], row)
 
+    def remember(self, job: str) -> None:
+        """Note that the next cache has a row of its own for `job` (`forgotten_lines`)."""
+        if self._index is None:
+            return
+        if not self._remembering:
+            self._index.execute("CREATE TEMP TABLE kept (job TEXT PRIMARY KEY) WITHOUT ROWID")
+            self._remembering = True
+        self._index.execute("INSERT OR IGNORE INTO kept VALUES (?)", (job,))
+
+    def forgotten_lines(self) -> Iterator[str]:
+        """This cache's lines of the jobs not `remember`ed, as they are in the file: a scan
+        stopped before its listing's end hands them on to the next cache."""
+        if self._index is None or self._stream is None:
+            return
+        query = "SELECT offset FROM line ORDER BY offset"
+        if self._remembering:
+            query = (
+                "SELECT offset FROM line WHERE job NOT IN (SELECT job FROM kept) ORDER BY offset"
+            )
+        for (offset,) in self._index.execute(query):  # streamed: a cache of millions
+            self._stream.seek(int(offset))
+            line = self._stream.readline()
+            if line.endswith(b"\n"):  # a torn last line is left behind
+                yield line.decode("utf-8", "replace")
+
     def close(self) -> None:
         """Drop the index and close the cache file (it may be replaced now)."""
         if self._index is not None:
@@ -199,6 +225,11 @@ class CacheWriter:
         assert self._stream is not None, "the cache was already committed"
         item = {"job": row["job"], "sig": signature, "row": row}
         self._stream.write(json.dumps(item, ensure_ascii=False) + "\n")
+
+    def add_line(self, line: str) -> None:
+        """A line of another cache of the same header, as it was (`ScanCache.forgotten_lines`)."""
+        assert self._stream is not None, "the cache was already committed"
+        self._stream.write(line)
 
     def commit(self) -> None:
         """Replace the cache with what was added."""

@@ -1,11 +1,16 @@
 """The Dask engine: the scan's batches on a `dask.distributed` cluster's workers.
 
-Workers run `job.analyze_job` on batches (the same batches as the local pool) and return rows;
-the driver (this process) owns the cache, the summary and the output, and the job listing: it
-keeps a bounded number of batches in flight (`IN_FLIGHT_PER_THREAD` per worker thread) and
-submits the next one as each finishes (`as_completed`), so the scheduler never holds the
-whole archive. Every worker must see the archive at the same path (a shared filesystem) and
-have crashlens installed.
+Workers run `job.analyze_job` on batches and return rows; the driver (this process) owns the
+cache, the summary and the output, and the job listing: it keeps a bounded number of batches
+in flight (`IN_FLIGHT_PER_THREAD` per worker thread) and submits the next one as each
+finishes, so the scheduler never holds the whole archive. A Dask task costs far more than a
+pool's, so its batches are bigger, sized by count and bytes and split finer at the end of the
+listing (`task_sizing.py`). Every worker must see the archive at the same path (a shared
+filesystem) and have crashlens installed.
+
+Warm workers. Before the first batch, every worker loads the rule library and the scan
+database (`dask_worker.WarmWorker`, a worker plugin: also on a worker that joins or restarts
+later), so no task pays for it; `startup_s` is how long the cluster took to be ready.
 
 Faults. When a worker dies (SIGKILL, the OOM killer, a lost node) the scheduler fails the
 tasks it held with `KilledWorker` once they were on more dying workers than its
@@ -22,29 +27,31 @@ a process can: its nanny starts a new one), and their jobs run again alone, each
 limit; a job that exceeds it alone becomes a row with a reason and the scan goes on.
 
 Site rules. The driver reads and validates its `--rules` / CRASHLENS_RULES folders once and
-sends the files' text with every batch (`match.site.SiteRuleFile`): a worker on another
-machine never sees the driver's folders, so it builds the same library from the text
-(`match.site.carrying`, in the task's thread only) and never reads folders of its own.
+sends the files' text to each worker once, with the warm-up plugin (`match.site.SiteRuleFile`):
+a worker on another machine never sees the driver's folders, so it builds the same library
+from the text (`match.site.carrying`, in the task's thread only) and never reads folders of
+its own. A batch names the files by their digest.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crashlens.batch import job as job_module
-from crashlens.batch.cache import code_digest
+from crashlens.batch import task_sizing
+from crashlens.batch.dask_worker import SiteFiles, WarmWorker, analyze_batch, loaded_code
 from crashlens.batch.engine import EngineChoice, EngineError
 from crashlens.batch.jobs import JobSpec
-from crashlens.batch.pool import batches, crashed_row, prepare, timed_out_row
+from crashlens.batch.pool import crashed_row, timed_out_row
 from crashlens.batch.row import JobRow
-from crashlens.match.site import SiteRuleFile
+from crashlens.batch.task_sizing import AdaptiveBatches, TaskSize
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -60,41 +67,6 @@ INSTALL_HINT = "Dask is not installed: pip install 'crashlens[dask]'"
 MAX_ATTEMPTS_ALONE = 3
 """Tries of a job alone whose result the cluster lost (not a worker it killed)."""
 SLURM_HINT = "--dask-slurm needs dask-jobqueue: pip install 'crashlens[dask-slurm]'"
-
-_PREPARED: set[tuple[str, tuple[SiteRuleFile, ...]]] = set()
-LOADED_CODE = code_digest()
-"""The crashlens source this process loaded (read at import): a worker started before an
-upgrade keeps running the old code even though the files on disk changed."""
-
-SiteFiles = tuple[SiteRuleFile, ...]
-"""The driver's site rule files, as they travel with each task."""
-
-
-def loaded_code(site: SiteFiles) -> str:
-    """What decides a row besides the job, as this process loaded it: the crashlens source,
-    the rule library (with the driver's site rule files) and the classifier. A worker reports
-    it to the driver's check."""
-    from crashlens.batch.cache import rules_digest
-    from crashlens.decide.classifier import shipped_model
-    from crashlens.match.site import carried_library
-
-    loaded = shipped_model()
-    text = loaded.to_json() if loaded is not None else "no model"
-    model = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-    return f"{LOADED_CODE}/{rules_digest(carried_library(site))}/{model}"
-
-
-def analyze_batch(jobs: list[JobSpec], root: str, backend: str, site: SiteFiles) -> list[JobRow]:
-    """The task a Dask worker runs: rows for a batch of jobs, with the rule library the
-    driver's site rule files make (built once per worker process and set of files)."""
-    from crashlens.match.site import carrying
-
-    with carrying(site):
-        if (backend, site) not in _PREPARED:
-            prepare(backend)
-            _PREPARED.add((backend, site))
-        # Looked up on the module at each call, so a test can stand in a job that kills its worker.
-        return [job_module.analyze_job(job, root, backend) for job in jobs]
 
 
 def _failed(job: JobSpec, error: BaseException) -> JobRow:
@@ -116,6 +88,7 @@ class DaskEngine:
         job_timeout: float | None = None,
         clock: Clock = time.monotonic,
         poll: float | None = None,
+        task_size: TaskSize | None = None,
     ) -> None:
         """`workers`: processes of a LocalCluster (`--dask local`) or Slurm jobs
         (`--dask-slurm`); 0 means one per core here. Ignored for an existing cluster.
@@ -126,7 +99,8 @@ class DaskEngine:
         that held them restarted (a worker thread cannot be stopped; its nanny restarts the
         process) and their jobs run again one at a time, each under the limit; one that
         exceeds it again becomes a row with a reason. `poll`: how often (real seconds) the
-        driver looks at `clock` while it waits (default: the timeout itself)."""
+        driver looks at `clock` while it waits (default: the timeout itself). `task_size`: the
+        largest batch (default `task_sizing.DASK_TASK`)."""
         self.choice = choice
         self.root = root
         self.requested = workers
@@ -135,7 +109,11 @@ class DaskEngine:
         self.job_timeout = job_timeout
         self.clock = clock
         self.poll = poll if poll is not None else job_timeout
+        self.task_size = task_size or task_sizing.DASK_TASK
         self.workers = 0
+        self.startup_s: float | None = None
+        """Seconds from `run` until the workers were ready to analyze: connected (a cluster
+        started), the code checked, every worker warmed."""
         self.retried = 0
         """Jobs submitted again alone after their batch's worker died."""
 
@@ -145,15 +123,19 @@ class DaskEngine:
         first = next(jobs, None)
         if first is None:
             return
-        client, closers = self._connect()
+        started = time.monotonic()
+        # Filled as each part starts, so Ctrl-C while a cluster starts still closes what
+        # had started (its worker processes are this process's children).
+        closers: list[Callable[[], object]] = []
         try:
-            yield from self._mapped(client, itertools.chain([first], jobs))
+            client = self._connect(closers)
+            yield from self._mapped(client, itertools.chain([first], jobs), started)
         finally:
-            for close in closers:
+            for close in reversed(closers):  # the client first, then its cluster
                 with contextlib.suppress(Exception):  # a cluster that is already gone
                     close()
 
-    def _connect(self) -> tuple[Client, list[Any]]:
+    def _connect(self, closers: list[Callable[[], object]]) -> Client:
         try:
             import dask
             from distributed import Client, LocalCluster
@@ -168,23 +150,26 @@ class DaskEngine:
                 from dask_jobqueue import SLURMCluster
             except ImportError as error:
                 raise EngineError(SLURM_HINT) from error
-            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0}), _deferred():
                 slurm = SLURMCluster(processes=1, cores=1)  # sized by the site's jobqueue.yaml
+                closers.append(slurm.close)
             slurm.scale(jobs=count)
             client = Client(slurm)
-            return client, [client.close, slurm.close]
+            closers.append(client.close)
+            return client
         if spec == "local":
-            with dask.config.set(
-                {"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}
-            ):
+            failures = {"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}
+            with dask.config.set(failures), _deferred():
                 cluster = LocalCluster(
                     n_workers=count,
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=":0",  # a free port: never clash with a running one
                 )
+                closers.append(cluster.close)
             client = Client(cluster)
-            return client, [client.close, cluster.close]
+            closers.append(client.close)
+            return client
         try:
             if spec is not None and Path(spec).is_file():
                 client = Client(scheduler_file=spec, timeout=self.connect_timeout)
@@ -192,20 +177,25 @@ class DaskEngine:
                 client = Client(spec, timeout=self.connect_timeout)
         except OSError as error:
             raise EngineError(f"--dask {spec}: cannot reach the scheduler ({error})") from error
-        return client, [client.close]
+        closers.append(client.close)
+        return client
 
-    def _mapped(self, client: Client, jobs: Iterator[JobSpec]) -> Generator[JobRow, None, None]:
+    def _mapped(
+        self, client: Client, jobs: Iterator[JobSpec], started: float
+    ) -> Generator[JobRow, None, None]:
         try:
             client.wait_for_workers(1, timeout=max(self.connect_timeout, 120))
         except TimeoutError as error:
             raise EngineError(f"the Dask cluster has no worker ({error})") from error
         self.workers = sum(client.nthreads().values())
-        site = _site_files()
-        _check_code(client, site)
+        files = _site_files()
+        _check_code(client, files)
+        site = _warm_workers(client, self.backend, files)
+        self.startup_s = time.monotonic() - started
         limit = max(1, self.workers) * IN_FLIGHT_PER_THREAD
         # Batches are formed from the listing only when one can be submitted: the driver
-        # holds the batches in flight, never the listing (or a set of the jobs done).
-        tasks = batches(jobs)
+        # holds the batches in flight and a bounded look-ahead, never the listing.
+        tasks = iter(AdaptiveBatches(jobs, limit, self.task_size))
         inflight: dict[Any, list[JobSpec]] = {}
         suspects: list[JobSpec] = []
         exhausted = False
@@ -242,7 +232,7 @@ class DaskEngine:
             # A batch goes either to its rows or to the suspects, never both: no job's row
             # comes twice (the session also keeps one row per job).
             for job in suspects:
-                yield self._alone(client, job, site)
+                yield self._alone(client, job, files)
         finally:
             for future in inflight:
                 future.cancel()
@@ -269,7 +259,7 @@ class DaskEngine:
         inflight.clear()
         return stopped
 
-    def _submit(self, client: Client, jobs: list[JobSpec], site: SiteFiles) -> Any:
+    def _submit(self, client: Client, jobs: list[JobSpec], site: str | SiteFiles) -> Any:
         key = f"crashlens-batch-{uuid.uuid4().hex}"
         return client.submit(
             analyze_batch, jobs, self.root, self.backend, site, key=key, pure=False
@@ -278,7 +268,8 @@ class DaskEngine:
     def _alone(self, client: Client, job: JobSpec, site: SiteFiles) -> JobRow:
         """A job whose batch failed or stalled, as the only task on the cluster: if its
         worker dies now, the job killed it (a second time); if it exceeds the job timeout
-        now, it is the job that hangs."""
+        now, it is the job that hangs. It carries the site rule files themselves, so it
+        runs even on a worker the warm-up missed."""
         from distributed import KilledWorker
 
         self.retried += 1
@@ -302,6 +293,26 @@ class DaskEngine:
                 if attempt == MAX_ATTEMPTS_ALONE:
                     return _failed(job, error)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+@contextlib.contextmanager
+def _deferred() -> Iterator[None]:
+    """Ctrl-C while a cluster starts takes effect once it has started: interrupted halfway,
+    its worker processes would be left to an exit hook that cannot stop them cleanly."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, None)  # Python's own handler raises KeyboardInterrupt
+        elif previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
 
 
 def _restart_holders(client: Client, keys: list[str]) -> None:
@@ -330,6 +341,19 @@ def _check_code(client: Client, site: SiteFiles) -> None:
             f"({', '.join(stale[:3])}{' ...' if len(stale) > 3 else ''}): "
             "install the same version and restart them"
         )
+
+
+def _warm_workers(client: Client, backend: str, site: SiteFiles) -> str:
+    """Register the warm-up on every worker (and on those that join later), wait for it; the
+    digest batches name the site rule files by."""
+    from crashlens.batch.dask_worker import site_digest
+
+    plugin = WarmWorker(backend, site)
+    try:
+        client.register_plugin(plugin, name=plugin.name)
+    except Exception as error:  # a worker that cannot load the library analyzes nothing
+        raise EngineError(f"Dask workers could not load the rule library: {error}") from error
+    return site_digest(site)
 
 
 def _site_files() -> SiteFiles:

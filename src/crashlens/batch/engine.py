@@ -24,6 +24,9 @@ class Engine(Protocol):
     """`local` or `dask`: recorded in the summary."""
     workers: int
     """Processes (local) or worker threads (Dask) the jobs ran on; known once `run` started."""
+    startup_s: float | None
+    """Seconds from `run` until the workers were ready to analyze (the pool: its rule library
+    and scan database built; Dask: connected or started, checked and warmed); None before."""
 
     def run(self, jobs: Iterable[JobSpec]) -> Generator[JobRow, None, None]:
         """Yield one row per job, in completion order. Close the generator to stop early."""

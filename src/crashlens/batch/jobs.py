@@ -14,6 +14,11 @@ which the job's row shows. (A scan often runs over folders other people can writ
 there must not put a file of the scanning account into the scan's output.) A link to a file
 inside the root is read like the file.
 
+A scan of one shard (`--shard K/N`) passes `select`, asked with each job's path as soon as the
+listing finds the job and before any of its files is stat-ed (or a folder matched by
+`--job-glob` is walked): every shard still reads the folders' names, but each pays the
+metadata of its own jobs only.
+
 The listing streams (`iter_jobs`, `iter_job_batches`): folders are walked depth first, each
 sorted by name as it is listed, and jobs are yielded as they are found, so a listing of millions
 of jobs never sits in one list and its consumer submits work as it goes (bench/scan_listing.py
@@ -26,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -105,13 +110,26 @@ def is_archive_name(name: str) -> bool:
     return name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
+Select = Callable[[str], bool]
+"""Asked once with the path (`JobSpec.rel`) of every job the listing finds, before its files
+are stat-ed: False leaves the job out (another shard's)."""
+
+
+def _everything(rel: str) -> bool:
+    return True
+
+
 def iter_jobs(
-    root: str | Path, job_glob: str | None = None, exclude: str | Path | None = None
+    root: str | Path,
+    job_glob: str | None = None,
+    exclude: str | Path | None = None,
+    select: Select | None = None,
 ) -> Iterator[JobSpec]:
     """Yield the jobs under `root` (a folder, a file, or an fsspec URL) lazily, in a stable
     order: depth first, each folder's entries sorted by name as it is listed.
 
     `exclude` is a folder never walked (the scan's own output folder when it lies inside root).
+    `select` (see `Select`) leaves jobs out before their metadata is read.
     Only the folders still to visit are held, never the jobs already yielded.
     """
     from crashlens.batch.remote import is_url  # no fsspec import: a regex
@@ -119,9 +137,10 @@ def iter_jobs(
     if is_url(str(root)):
         from crashlens.batch.remote import iter_remote_jobs
 
-        yield from iter_remote_jobs(str(root), job_glob)
+        yield from iter_remote_jobs(str(root), job_glob, select)
         return
-    yield from discover_jobs(Path(root), job_glob, None if exclude is None else Path(exclude))
+    excluded = None if exclude is None else Path(exclude)
+    yield from discover_jobs(Path(root), job_glob, excluded, select)
 
 
 def iter_job_batches(
@@ -143,19 +162,25 @@ def iter_job_batches(
 
 
 def discover_jobs(
-    root: Path, job_glob: str | None = None, exclude: Path | None = None
+    root: Path,
+    job_glob: str | None = None,
+    exclude: Path | None = None,
+    select: Select | None = None,
 ) -> Iterator[JobSpec]:
     """Yield the jobs under the local folder (or file) `root` in a stable (sorted) order,
     lazily; `iter_jobs` also takes URLs.
 
-    `exclude` is a folder never walked (the scan's own output folder when it lies inside root).
+    `exclude` is a folder never walked (the scan's own output folder when it lies inside root);
+    `select` (see `Select`) leaves jobs out before their files are stat-ed.
     """
     root = Path(os.path.abspath(root))
     skip = os.path.abspath(exclude) if exclude is not None else None
+    wants = select or _everything
     if root.is_file():
-        yield _file_job(root, root.name, root.parent)  # named by the user: followed if a link
+        if wants(_rel(str(root), root.parent)):
+            yield _file_job(root, root.name, root.parent)  # named by the user: followed if a link
         return
-    walk = _Walk(root=root, top=os.path.realpath(root), skip=skip)
+    walk = _Walk(root=root, top=os.path.realpath(root), skip=skip, wants=wants)
     if job_glob:
         yield from _glob_jobs(walk, _segments(job_glob))
     else:
@@ -179,6 +204,7 @@ class _Walk:
     top: str
     """The root's real path: no link is followed to a target outside it."""
     skip: str | None
+    wants: Select = _everything
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,30 +287,40 @@ def _default_jobs(walk: _Walk) -> Iterator[JobSpec]:
         try:
             listing = _listing(folder, walk.top)
         except OSError as error:
-            yield _unreadable(folder, root, error)
+            if walk.wants(_rel(folder, root)):
+                yield _unreadable(folder, root, error)
             continue
-        logs: list[tuple[str, FileStat]] = []
-        archives: list[tuple[str, FileStat]] = []
-        for entry in listing.files:
-            item = _stat(entry, entry.name)
-            if item is None:
-                continue
-            (archives if is_archive_name(entry.name) else logs).append((entry.path, item))
+        yield from _folder_jobs(walk, folder, listing)
+        # Reversed onto the stack, so sub-folders come out in name order (depth first).
+        stack.extend(e.path for e in reversed(listing.folders) if e.path != walk.skip)
+
+
+def _folder_jobs(walk: _Walk, folder: str, listing: _Listing) -> Iterator[JobSpec]:
+    """The jobs of one listed folder under the default rule: itself (when it holds logs or
+    links not followed) and each archive in it; only those `walk.wants` are stat-ed."""
+    root = walk.root
+    rel = _rel(folder, root)
+    named_logs = [e for e in listing.files if not is_archive_name(e.name)]
+    if (named_logs or listing.skipped) and walk.wants(rel):
+        logs = [(e.path, item) for e in named_logs if (item := _stat(e, e.name)) is not None]
         skipped = tuple((_rel(path, root), why) for path, why in listing.skipped)
         if logs:
             yield JobSpec(
-                rel=_rel(folder, root),
+                rel=rel,
                 kind="folder",
                 inputs=tuple(path for path, _ in logs),
                 files=tuple(item for _, item in logs),
                 skipped=skipped,
             )
         elif skipped:
-            yield _nothing_readable(_rel(folder, root), skipped)
-        for path, item in archives:
-            yield JobSpec(rel=_rel(path, root), kind="archive", inputs=(path,), files=(item,))
-        # Reversed onto the stack, so sub-folders come out in name order (depth first).
-        stack.extend(e.path for e in reversed(listing.folders) if e.path != walk.skip)
+            yield _nothing_readable(rel, skipped)
+    for entry in listing.files:
+        if is_archive_name(entry.name) and walk.wants(_rel(entry.path, root)):
+            item = _stat(entry, entry.name)
+            if item is not None:
+                yield JobSpec(
+                    rel=_rel(entry.path, root), kind="archive", inputs=(entry.path,), files=(item,)
+                )
 
 
 def _nothing_readable(rel: str, skipped: tuple[tuple[str, str], ...]) -> JobSpec:
@@ -318,36 +354,42 @@ def _glob_jobs(walk: _Walk, pattern: tuple[str, ...]) -> Iterator[JobSpec]:
         try:
             listing = _listing(folder, walk.top)
         except OSError as error:
-            yield _unreadable(folder, root, error)
+            if walk.wants(_rel(folder, root)):
+                yield _unreadable(folder, root, error)
             continue
-        found: list[tuple[str, JobSpec | tuple[str, tuple[str, ...]]]] = []
+        # What each matched entry is, decided in name order; a job is stat-ed (a folder
+        # walked) only once it is wanted, and when it comes, so the walk stays lazy.
+        found: list[tuple[str, Callable[[], JobSpec] | tuple[str, tuple[str, ...]]]] = []
         for entry in listing.folders:
             if entry.path == walk.skip:
                 continue
             sub = (*parts, entry.name)
             if glob_matches(sub, pattern):
-                found.append((entry.name, _folder_job(entry.path, walk)))
+                found.append((entry.name, _later(_folder_job, entry.path, walk)))
             elif max_depth is None or len(sub) < max_depth:
                 found.append((entry.name, (entry.path, sub)))
         found.extend(
-            (entry.name, _file_job(Path(entry.path), entry.name, root))
+            (entry.name, _later(_file_job, Path(entry.path), entry.name, root))
             for entry in listing.files
             if glob_matches((*parts, entry.name), pattern)
         )
         for path, why in listing.skipped:
             name = os.path.basename(path)
             if glob_matches((*parts, name), pattern):
-                found.append(
-                    (name, _nothing_readable(_rel(path, root), ((_rel(path, root), why),)))
-                )
+                rel = _rel(path, root)
+                found.append((name, _later(_nothing_readable, rel, ((rel, why),))))
         found.sort(key=lambda item: item[0])
         descend: list[tuple[str, tuple[str, ...]]] = []
-        for _name, item in found:
-            if isinstance(item, JobSpec):
-                yield item
-            else:
+        for name, item in found:
+            if isinstance(item, tuple):
                 descend.append(item)
+            elif walk.wants(_rel(os.path.join(folder, name), root)):
+                yield item()
         stack.extend(reversed(descend))
+
+
+def _later(make: Callable[..., JobSpec], *args: object) -> Callable[[], JobSpec]:
+    return lambda: make(*args)
 
 
 def _folder_job(folder: str, walk: _Walk) -> JobSpec:

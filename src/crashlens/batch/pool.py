@@ -122,6 +122,7 @@ class Runner:
         self.clock = clock
         self.poll = poll if poll is not None else job_timeout
         self._helper: threading.Thread | None = None
+        self.startup_s: float | None = None
 
     def run(self, jobs: Iterable[JobSpec]) -> Generator[JobRow, None, None]:
         """Yield one row per job, in completion order. Close the generator to stop early."""
@@ -130,7 +131,9 @@ class Runner:
         if first is None:
             return
         jobs = itertools.chain([first], jobs)
+        started = time.monotonic()
         prepare(self.backend)  # before the fork: every worker inherits the compiled database
+        self.startup_s = time.monotonic() - started  # forked workers start ready
         if self.workers == 1:
             for job in jobs:
                 yield job_module.analyze_job(job, self.root, self.backend)

@@ -27,7 +27,7 @@ import contextlib
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -172,6 +172,8 @@ class _Store:
 
     fs: AbstractFileSystem
     top: str
+    wants: Callable[[str], bool]
+    """`jobs.Select`: whether a job at this path (relative) is listed on."""
 
     def rel(self, path: str) -> str:
         """A path relative to the root, `.` for the root itself (as local rows name jobs)."""
@@ -188,10 +190,14 @@ class _Store:
         return JobSpec(rel=self.rel(path), kind=kind, inputs=inputs, files=stats)
 
 
-def iter_remote_jobs(root: str, job_glob: str | None = None) -> Iterator[JobSpec]:
-    """Yield the jobs under the URL `root`, lazily, in the order a local scan lists them."""
+def iter_remote_jobs(
+    root: str, job_glob: str | None = None, select: Callable[[str], bool] | None = None
+) -> Iterator[JobSpec]:
+    """Yield the jobs under the URL `root`, lazily, in the order a local scan lists them.
+    `select` as in `jobs.iter_jobs`: a job it declines is left out before a folder matched by
+    --job-glob is listed (a store's listing gives the other jobs' sizes at no extra cost)."""
     fs, top = filesystem(root)
-    store = _Store(fs, top)
+    store = _Store(fs, top, select or (lambda rel: True))
     try:
         whole = cast(dict[str, Any], fs.info(top))
     except FileNotFoundError:
@@ -200,7 +206,8 @@ def iter_remote_jobs(root: str, job_glob: str | None = None) -> Iterator[JobSpec
         name = top.rsplit("/", 1)[-1]
         stat = FileStat(name, int(whole.get("size") or 0), _stamp(whole), _etag(whole))
         kind = "archive" if is_archive_name(name) else "file"
-        yield JobSpec(rel=name, kind=kind, inputs=(_url(fs, top),), files=(stat,))
+        if store.wants(name):
+            yield JobSpec(rel=name, kind=kind, inputs=(_url(fs, top),), files=(stat,))
         return
     pattern = tuple(p for p in (job_glob or "").strip("/").split("/") if p and p != ".")
     stack: list[tuple[str, tuple[str, ...]]] = [(top, ())]
@@ -209,7 +216,8 @@ def iter_remote_jobs(root: str, job_glob: str | None = None) -> Iterator[JobSpec
         try:
             folders, files = _listing(fs, folder)
         except Exception as error:  # a store error costs the folder, not the scan
-            yield _unreadable(store.rel(folder), error)
+            if store.wants(store.rel(folder)):
+                yield _unreadable(store.rel(folder), error)
             continue
         if folder != top and any(e.name == CACHE_MARK for e in files):
             continue  # a scan's own output folder
@@ -217,10 +225,10 @@ def iter_remote_jobs(root: str, job_glob: str | None = None) -> Iterator[JobSpec
             yield from _glob_step(store, folder, parts, pattern, (folders, files), stack)
             continue
         logs = [e for e in files if not is_archive_name(e.name)]
-        if logs:
+        if logs and store.wants(store.rel(folder)):
             yield store.job(folder, "folder", logs, folder)
         for entry in files:
-            if is_archive_name(entry.name):
+            if is_archive_name(entry.name) and store.wants(store.rel(entry.path)):
                 parent = entry.path[: -len(entry.name)]
                 yield store.job(entry.path, "archive", [entry], parent)
         stack.extend((e.path, ()) for e in reversed(folders))
@@ -237,24 +245,28 @@ def _glob_step(
     """One folder under --job-glob: matched entries are jobs, the others are walked on."""
     folders, files = listing
     max_depth = None if "**" in pattern else len(pattern)
-    found: list[tuple[str, JobSpec | tuple[str, tuple[str, ...]]]] = []
+    found: list[tuple[str, _Entry | tuple[str, tuple[str, ...]]]] = []
     for entry in folders:
         sub = (*parts, entry.name)
         if glob_matches(sub, pattern):
-            found.append((entry.name, _folder_job(store, entry.path)))
+            found.append((entry.name, entry))
         elif max_depth is None or len(sub) < max_depth:
             found.append((entry.name, (entry.path, sub)))
-    for entry in files:
-        if glob_matches((*parts, entry.name), pattern):
-            kind = "archive" if is_archive_name(entry.name) else "file"
-            found.append((entry.name, store.job(entry.path, kind, [entry], folder)))
+    found.extend(
+        (entry.name, entry) for entry in files if glob_matches((*parts, entry.name), pattern)
+    )
     found.sort(key=lambda item: item[0])
     descend: list[tuple[str, tuple[str, ...]]] = []
     for _name, item in found:
-        if isinstance(item, JobSpec):
-            yield item
-        else:
+        if isinstance(item, tuple):
             descend.append(item)
+        elif not store.wants(store.rel(item.path)):
+            continue  # another shard's: a matched folder is not even listed
+        elif item.folder:
+            yield _folder_job(store, item.path)
+        else:
+            kind = "archive" if is_archive_name(item.name) else "file"
+            yield store.job(item.path, kind, [item], folder)
     stack.extend(reversed(descend))
 
 

@@ -58,7 +58,8 @@ def headline(summary: dict[str, Any]) -> str:
         speed = f" in {analyzed['seconds']:.1f} s" + (f" ({rate:,.0f} MB/s)" if rate else "")
     text = "Scanned " + ", ".join(parts) + speed
     if summary.get("interrupted"):
-        text += f"; INTERRUPTED: {summary.get('jobs_not_scanned', 0):,} jobs not scanned"
+        at_least = "at least " if summary.get("listing_cut_short") else ""
+        text += f"; INTERRUPTED: {at_least}{summary.get('jobs_not_scanned', 0):,} jobs not scanned"
     return text
 
 

@@ -32,6 +32,10 @@ from crashlens.match.site import library as rule_library
 
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
+COUNT_AFTER_STOP_S = 2.0
+"""After Ctrl-C the listing goes on this long at most, to count the jobs not scanned: the
+user asked to stop, and the rest of a big archive can take minutes to list (the summary then
+says the count is a lower bound; the cache keeps its rows for the next run all the same)."""
 _NOT_CACHED = ("analysis crashed", "analysis failed")
 """Rows with these reasons are retried by the next scan instead of being cached. A timed-out
 job is cached: it would cost the whole limit again on every scheduled scan (`--no-cache` or a
@@ -146,9 +150,13 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
             progress.finish()
         elapsed = time.monotonic() - analyzing
         if interrupted:
-            listing.count_the_rest()
-        previous.close()  # before the cache file is replaced
-        table, builder, written = _finish(options, out, head, spool)
+            listing.count_the_rest(time.monotonic() + COUNT_AFTER_STOP_S)
+        # The rows of jobs the listing did not reach again go on to the next cache as they
+        # were (the next run checks their signatures); else the old cache is done with.
+        carried = previous if listing.cut_short else None
+        if carried is None:
+            previous.close()  # before the cache file is replaced
+        table, builder, written = _finish(options, out, head, spool, carried)
     finally:
         previous.close()
         spool.close()
@@ -160,6 +168,7 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
         interrupted=interrupted,
         jobs_found=listing.found,
         jobs_not_scanned=listing.found - len(table),
+        **({"listing_cut_short": True} if listing.cut_short else {}),
         **(
             {"shard": str(options.shard), "jobs_listed": listing.listed}
             if options.shard is not None
@@ -172,6 +181,9 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
             "bytes": analyzed_bytes,
             "seconds": round(elapsed, 3),
             "mb_per_s": round(analyzed_bytes / 1e6 / elapsed, 1) if elapsed > 0 else None,
+            # Included in `seconds`: the pool's rule library and database, a Dask cluster's
+            # start (for --dask local), code check and warm-up.
+            "startup_s": None if runner.startup_s is None else round(runner.startup_s, 3),
         },
         duration_s=round(time.monotonic() - started, 3),
         outputs=[str(p) for p in written] + [str(out / SUMMARY_JSON), str(out / SUMMARY_MD)],
@@ -181,9 +193,10 @@ def scan_archive(options: ScanOptions, progress: Progress | None = None) -> Scan
 
 
 class _Listing:
-    """The listing as the engine pulls it: shard filter, then the cache check. A job with a
-    cached row goes straight to the spool; the others go on to the engine, their signatures
-    held until their rows come back (only the jobs in flight)."""
+    """The listing as the engine pulls it: shard filter (on the job's path, before the listing
+    stats its files), then the cache check. A job with a cached row goes straight to the
+    spool; the others go on to the engine, their signatures held until their rows come back
+    (only the jobs in flight)."""
 
     def __init__(
         self,
@@ -193,8 +206,8 @@ class _Listing:
         previous: cache.ScanCache,
         spool: RowSpool,
     ) -> None:
-        self.jobs = iter_jobs(root, options.job_glob, exclude=out)
         self.shard = options.shard
+        self.jobs = iter_jobs(root, options.job_glob, exclude=out, select=self._selected)
         self.previous = previous
         self.spool = spool
         self.listed = 0
@@ -206,6 +219,8 @@ class _Listing:
         self._todo: Iterator[JobSpec] | None = None
         self.counting = False
         """After Ctrl-C: jobs are only counted, nothing waits for their rows."""
+        self.cut_short = False
+        """After Ctrl-C, the count stopped before the listing's end: `found` is a lower bound."""
 
     def todo(self) -> Iterator[JobSpec]:
         """The jobs to analyze, as the listing finds them."""
@@ -213,11 +228,13 @@ class _Listing:
             self._todo = self._walk()
         return self._todo
 
+    def _selected(self, rel: str) -> bool:
+        """Asked by the listing for every job it finds, before its files are stat-ed."""
+        self.listed += 1
+        return self.shard is None or self.shard.holds(rel)
+
     def _walk(self) -> Iterator[JobSpec]:
         for job in self.jobs:
-            self.listed += 1
-            if self.shard is not None and not self.shard.holds(job.rel):
-                continue
             self.found += 1
             key, signature = _row_name(job), job.signature
             entry = self.previous.entry(key, signature)
@@ -235,14 +252,18 @@ class _Listing:
         keep = bool(signature) and not (row.reason or "").startswith(_NOT_CACHED)
         return SpooledRow(row.to_dict(), signature, cached=False, keep=keep)
 
-    def count_the_rest(self) -> None:
+    def count_the_rest(self, deadline: float) -> None:
         """After Ctrl-C: go on listing, without analyzing, so the summary says how many jobs
-        were not scanned (and rows the cache still holds are kept). A second Ctrl-C stops it
-        (the count is then a lower bound)."""
+        were not scanned (and rows the cache still holds are kept), until `deadline`
+        (`time.monotonic`). A second Ctrl-C stops it too; either way the count is then a
+        lower bound (`cut_short`)."""
         self.counting = True
+        self.cut_short = True
         with contextlib.suppress(KeyboardInterrupt):
             for _job in self.todo():
-                continue
+                if time.monotonic() > deadline:
+                    return
+            self.cut_short = False
 
 
 def _row_name(job: JobSpec) -> str:
@@ -252,10 +273,15 @@ def _row_name(job: JobSpec) -> str:
 
 
 def _finish(
-    options: ScanOptions, out: Path, head: dict[str, Any], spool: RowSpool
+    options: ScanOptions,
+    out: Path,
+    head: dict[str, Any],
+    spool: RowSpool,
+    carried: cache.ScanCache | None = None,
 ) -> tuple[RowFile, SummaryBuilder, list[Path]]:
     """From the spool, in job order: the summary, the table and the next cache (in place
-    once the table is written, so an interrupted scan resumes from it)."""
+    once the table is written, so an interrupted scan resumes from it). `carried`: the
+    previous cache, whose rows of jobs without a row here go on to the next cache as well."""
     from crashlens.batch.table_parts import write_table_in_parts  # polars: the scan path only
 
     table = RowFile()
@@ -274,10 +300,16 @@ def _finish(
             builder.add(row, cached=item.cached)
             if item.keep:
                 writer.add(item.signature, item.row)
+            if carried is not None:
+                carried.remember(item.job)
             yield row
 
     try:
         written = write_table_in_parts(in_job_order(), out, options.formats)
+        if carried is not None:
+            for line in carried.forgotten_lines():
+                writer.add_line(line)
+            carried.close()  # before the cache file is replaced
     except BaseException:
         writer.abort()
         raise

@@ -121,8 +121,10 @@ def run_scan_command(
     _show(summary, summary_format)
     if outcome.interrupted:
         not_scanned = summary["jobs_not_scanned"]
+        at_least = "at least " if summary.get("listing_cut_short") else ""
         fatal(
-            f"interrupted: {not_scanned} jobs not scanned (rerun to resume)", ExitCode.INTERRUPTED
+            f"interrupted: {at_least}{not_scanned} jobs not scanned (rerun to resume)",
+            ExitCode.INTERRUPTED,
         )
     # An empty shard of a non-empty archive is fine: the merge job after it must still run.
     if summary["jobs"]["scanned"] == 0 and summary.get("jobs_listed", 0) == 0:
