@@ -117,6 +117,11 @@ def launcher_lines_1gib_gz() -> bytes:
     return _gzip_blocks(_repeat(LAUNCHER_LINE * 10000, 1024 * MIB))
 
 
+def launcher_lines_1gib() -> Iterator[bytes]:
+    """A plain file (no ratio limit applies): every line a launcher event, 1 GiB of them."""
+    return _repeat(LAUNCHER_LINE * 10000, 1024 * MIB)
+
+
 def truncated_gz() -> bytes:
     lines = b"".join(
         b"step %d loss %d.%04d\n" % (i, i % 7, (i * 7919) % 10007) for i in range(300000)
@@ -129,7 +134,7 @@ def truncated_gz() -> bytes:
 class Case:
     name: str
     file: str
-    build: Callable[[], bytes] | None
+    build: Callable[[], bytes | Iterator[bytes]] | None
     """None: the input is `yes` on stdin."""
 
 
@@ -140,6 +145,7 @@ CASES = (
     Case("nested zip bomb (10 GiB)", "nested-bomb.zip", nested_zip_bomb),
     Case("gzip bomb (10 GiB)", "bomb-10gib.log.gz", gzip_bomb_10gib),
     Case("1 GiB launcher lines .gz", "launcher-1gib.log.gz", launcher_lines_1gib_gz),
+    Case("1 GiB launcher lines (plain)", "launcher-1gib.log", launcher_lines_1gib),
     Case("truncated .gz", "truncated.log.gz", truncated_gz),
     Case("endless stdin (yes)", "-", None),
 )
@@ -153,7 +159,10 @@ def _build(file: str) -> None:
     path = OUT / case.file
     OUT.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_bytes(case.build())
+    data = case.build()
+    with temporary.open("wb") as output:
+        for block in [data] if isinstance(data, bytes) else data:
+            output.write(block)
     temporary.rename(path)
 
 

@@ -8,6 +8,7 @@ whatever the size of the input.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from crashlens.inputs.read import (
     text_chunks,
     utf16_encoding,
 )
+from crashlens.match.budget import WorkBudget, work_limits
 from crashlens.match.rules import Rule
 from crashlens.match.scan import Backend, ScanPattern, make_backend, scan_chunks
 from crashlens.model import (
@@ -38,6 +40,7 @@ from crashlens.parsers import PARSERS, get_parser
 from crashlens.parsers.base import DocumentParser, LogParser, Parser, clean_line
 from crashlens.parsers.tail import Tail
 from crashlens.text.linear import Linear, linear_text
+from crashlens.text.literals import required_literals
 
 MAX_HITS_PER_RULE = 20
 """Hits kept per rule and input (the earliest); a later line a rule's scan pattern proposes
@@ -265,30 +268,42 @@ def _scan(
     matcher: Matcher,
     buffer: _HitBuffer,
     settled: AbstractSet[int] = frozenset(),
+    budget: WorkBudget | None = None,
 ) -> Iterator[tuple[Line, frozenset[int]]]:
     """Rule hits into `buffer`; yields each line that matched parser anchors, with them.
 
     `settled`: anchors the collector needs no more lines of (it may grow as lines are fed); a
     line proposed for those alone is skipped undecoded (every rank repeating one NCCL line
-    was almost half the candidate lines of a scan).
+    was almost half the candidate lines of a scan). `budget`: the middle of a long input is
+    thinned (`match.budget`).
     """
     kind_anchors = matcher.anchors.get(kind, ())
     search = matcher.scan_for(kind)
     # The scan patterns of settled anchors and of rules whose hits are all kept: a line
-    # proposed by those alone is not even cut out of its chunk.
-    ignored: set[int] = set()
+    # proposed by those alone is not even cut out of its chunk. `steady` holds them;
+    # `ignored` (what the scan reads) also the patterns thinned in the middle.
+    if budget is None:
+        ignored: set[int] = set()
+        steady: set[int] = set()
+        tally, split = None, chunks
+    else:
+        ignored, steady, tally = budget.ignored, budget.steady, budget.tally
+        split = budget.regions.split(chunks)
     full = buffer.full
     settled_before = full_before = 0
-    for candidate in scan_chunks(chunks, search.backend, ignored):
+    for candidate in scan_chunks(split, search.backend, ignored, tally):
         if len(settled) > settled_before:
             settled_before = len(settled)
-            ignored.update(search.anchor_patterns[a] for a in settled)
+            steady.update(search.anchor_patterns[a] for a in settled)
+            ignored.update(steady)
         if len(full) > full_before:
             full_before = len(full)
-            ignored.update(i for rule in full for i in search.rule_patterns.get(rule, ()))
-        if ignored.issuperset(candidate.patterns):
-            continue  # settled while this line was already on its way
-        targets = [search.targets[i] for i in candidate.patterns]
+            steady.update(i for rule in full for i in search.rule_patterns.get(rule, ()))
+            ignored.update(steady)
+        patterns = candidate.patterns if budget is None else budget.take(candidate.patterns)
+        if steady.issuperset(patterns):
+            continue  # settled while this line was already on its way, or thinned
+        targets = [search.targets[i] for i in patterns]
         raw = clean_line(decode(candidate.line))
         line: Line | None = None  # prefixes are split only for a line that is kept
         seen: set[str] = set()
@@ -305,6 +320,20 @@ def _scan(
         matched = frozenset(i for i in wanted if kind_anchors[i].search(raw))
         if matched:
             yield line or parser.located(path, candidate.lineno, raw), matched
+
+
+def _pattern_name(search: KindScan, index: int) -> str:
+    """A scan pattern as the report names it: its rule's id, or the parser line it finds."""
+    target = search.targets[index]
+    if target.rule is not None:
+        return target.rule.id
+    parser = get_parser(target.kind) if target.kind is not None else None
+    if not isinstance(parser, LogParser) or not 0 <= target.anchor < len(parser.anchors):
+        return "a parser's lines"
+    regex = parser.anchors[target.anchor]
+    found = required_literals(regex)
+    words = max(sorted(found[0]), key=len).strip() if found and found[0] else regex
+    return f"the {parser.name} lines holding '{words}'"
 
 
 def _fact_hits(facts: Iterable[Fact], kind: InputKind, matcher: Matcher) -> list[Hit]:
@@ -371,6 +400,7 @@ def _analyze(
             assert isinstance(parser, LogParser)
             collector = parser.collector(source.path)
             tail = Tail()  # how the log ends: the failure detector reads it
+            budget = WorkBudget(work_limits())
             for line, anchors in _scan(
                 tail.watch(chunks),
                 source.path,
@@ -379,10 +409,16 @@ def _analyze(
                 matcher,
                 buffer,
                 collector.settled,
+                budget,
             ):
                 collector.feed(line, anchors)
             collector.end(tail.lines(parser, source.path), tail.terminated)
             facts = collector.finish()
+            thinned = budget.note(
+                functools.partial(_pattern_name, matcher.scan_for(detection.kind))
+            )
+            if thinned is not None:
+                warnings.append(thinned)
     for hit in _fact_hits(facts, detection.kind, matcher):
         buffer.add(hit)
     if utf16:

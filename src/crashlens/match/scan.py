@@ -204,6 +204,9 @@ class Backend(Protocol):
     def ignored_matches(self) -> int:
         """How many matches of ignored patterns the last `ends` call found and dropped."""
 
+    def ignored_counts(self) -> dict[int, int]:
+        """Per ignored pattern, the matches (or lines) of it the last `ends` call dropped."""
+
 
 class PythonBackend:
     """Without hyperscan: slower, but available everywhere, with the same results.
@@ -223,6 +226,7 @@ class PythonBackend:
         self._exact: dict[str, list[int]] = {}
         self._folded: dict[str, list[int]] = {}
         """Literal (bytes as latin-1 text, folded ones in lower case) -> its patterns."""
+        self._dropped: dict[int, int] = {}
         for index, p in enumerate(patterns):
             regex = scan_form(p.regex)
             flags = re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
@@ -238,6 +242,8 @@ class PythonBackend:
 
     def ends(self, buffer: bytes, ignored: AbstractSet[int] = frozenset()) -> list[tuple[int, int]]:
         found: list[tuple[int, int]] = []
+        dropped: dict[int, int] = {}
+        self._dropped = dropped
         for index in self._whole:
             if index in ignored:
                 continue
@@ -246,6 +252,8 @@ class PythonBackend:
         for start, stop, indexes in self._candidate_lines(buffer):
             for index in indexes:
                 if index in ignored:
+                    # Counted by the prefilter alone: a line holding the pattern's literal.
+                    dropped[index] = dropped.get(index, 0) + 1
                     continue
                 # One end names the line, which is all the scan reports; the linear check
                 # first, so a long line costs no backtracking search (crashlens.text.linear).
@@ -261,7 +269,10 @@ class PythonBackend:
 
     @property
     def ignored_matches(self) -> int:
-        return 0
+        return 0  # never narrowed: an ignored pattern costs no search here
+
+    def ignored_counts(self) -> dict[int, int]:
+        return self._dropped
 
     def _candidate_lines(self, buffer: bytes) -> Iterator[tuple[int, int, list[int]]]:
         """(start, end, patterns) of each line holding a literal, with the literals' patterns."""
@@ -330,7 +341,8 @@ class HyperscanBackend:
         self._hs = hyperscan
         self._patterns = tuple(patterns)
         self._ids = tuple(ids) if ids is not None else tuple(range(len(patterns)))
-        self._dropped = 0
+        self._dropped: list[int] = []
+        """Per pattern index, the matches the last `ends` dropped (its patterns ignored)."""
         expressions = [scan_form(p.regex).encode("utf-8") for p in patterns]
         flags = [
             hyperscan.HS_FLAG_MULTILINE
@@ -361,21 +373,21 @@ class HyperscanBackend:
 
     def ends(self, buffer: bytes, ignored: AbstractSet[int] = frozenset()) -> list[tuple[int, int]]:
         if self._empty or not buffer:
+            self._dropped = []
             return []
         found: list[tuple[int, int]] = []
-        dropped = 0
+        dropped = [0] * (max(self._ids) + 1)
+        self._dropped = dropped
 
         def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
             # A pattern matching every line of a big chunk would otherwise hold a tuple per
             # match until the chunk is done (a progress anchor: 240 MiB on a 9 MiB log).
-            nonlocal dropped
             if index in ignored:
-                dropped += 1
+                dropped[index] += 1
             else:
                 found.append((index, end))
 
         self._db.scan(buffer, match_event_handler=on_match)
-        self._dropped = dropped
         return found
 
     def without(self, ignored: AbstractSet[int]) -> Backend:
@@ -386,7 +398,10 @@ class HyperscanBackend:
 
     @property
     def ignored_matches(self) -> int:
-        return self._dropped
+        return sum(self._dropped)
+
+    def ignored_counts(self) -> dict[int, int]:
+        return {index: count for index, count in enumerate(self._dropped) if count}
 
 
 def _cache_name(
@@ -489,6 +504,47 @@ PIECE_BYTES = 1024 * 1024
 """How much of a chunk one search covers. The matches of a search are held until it is done,
 and `ignored` grows only between searches: a pattern that matches every line (a progress
 anchor the parser settles on its first line) holds one piece's matches, not 8 MiB's."""
+SAMPLE_EVERY = 32
+"""While the search is narrowed and the caller asks for counts (`ScanTally.sampling`), one
+piece in this many is searched with every pattern, so that the lines of the patterns left
+out are still counted there (and estimated for the rest)."""
+
+
+class ScanTally:
+    """What a scan searched and the matches of ignored patterns it counted, as it goes.
+
+    `searched`: bytes searched; `counted`: bytes searched with every pattern, where `dropped`
+    counts the matches of each ignored one (bytes a narrowed search covered count in
+    `searched` only). The caller reads the counters between candidate lines.
+    """
+
+    __slots__ = ("counted", "dropped", "late", "sampling", "searched")
+
+    def __init__(self) -> None:
+        self.searched = 0
+        self.counted = 0
+        self.dropped: dict[int, int] = {}
+        self.late: dict[int, int] = {}
+        """Lines a search reported for patterns ignored only after it (each one seen, so
+        counted as is: no share of `counted` stands for them)."""
+        self.sampling = False
+        """Whether a narrowed search still searches a sample of pieces in full, to count."""
+
+    def drop(self, patterns: Iterable[int]) -> None:
+        """A line the search reported for `patterns`, dropped as they are now ignored."""
+        late = self.late
+        for index in patterns:
+            late[index] = late.get(index, 0) + 1
+
+    def add(self, size: int, counts: dict[int, int] | None) -> None:
+        """One piece of `size` bytes searched; `counts`: dropped matches (None: narrowed)."""
+        self.searched += size
+        if counts is None:
+            return
+        self.counted += size
+        dropped = self.dropped
+        for index, count in counts.items():
+            dropped[index] = dropped.get(index, 0) + count
 
 
 def _pieces(chunks: Iterable[bytes], size: int = PIECE_BYTES) -> Iterator[bytes]:
@@ -513,22 +569,34 @@ def _pieces(chunks: Iterable[bytes], size: int = PIECE_BYTES) -> Iterator[bytes]
 
 
 def scan_chunks(
-    chunks: Iterable[bytes], backend: Backend, ignored: set[int] | frozenset[int] = frozenset()
+    chunks: Iterable[bytes],
+    backend: Backend,
+    ignored: set[int] | frozenset[int] = frozenset(),
+    tally: ScanTally | None = None,
 ) -> Iterator[Candidate]:
     """Yield candidate lines, in order, from newline-cut chunks of one input.
 
-    A line proposed only by patterns in `ignored` (which the caller may grow as it goes) is
-    not yielded: no slice, no tuple, not even its line number is counted until needed. A
-    yielded line lists only the patterns not ignored when its chunk was searched.
+    A line proposed only by patterns in `ignored` (which the caller may grow, and shrink, as
+    it goes) is not yielded: no slice, no tuple, not even its line number is counted until
+    needed. A yielded line lists only the patterns not ignored when its chunk was searched.
+    `tally`, when given, counts what was searched and the matches of ignored patterns.
     """
     lines_before = 0
     previous: tuple[bytes, int] | None = None
-    searcher, dropped, narrowed_to = backend, 0, 0
+    narrowed: Backend | None = None
+    narrowed_for: frozenset[int] = frozenset()
+    dropped = pieces = 0
     for chunk in _pieces(chunks):
-        if dropped > NARROW_AFTER and len(ignored) > narrowed_to:
+        if narrowed is not None and not narrowed_for <= ignored:
+            narrowed, narrowed_for, dropped = None, frozenset(), 0  # patterns came back
+        if dropped > NARROW_AFTER and not ignored <= narrowed_for:
             # Matches of ignored patterns still cost a callback each: past a point, search
             # without them (a database of the others, compiled once and cached on disk).
-            searcher, dropped, narrowed_to = searcher.without(ignored), 0, len(ignored)
+            narrowed_for = frozenset(ignored)
+            narrowed, dropped = backend.without(narrowed_for), 0
+        pieces += 1
+        sample = tally is not None and tally.sampling and pieces % SAMPLE_EVERY == 0
+        searcher = narrowed if narrowed is not None and not sample else backend
         if previous is not None:
             # Counted only when another chunk follows: a one-chunk log (most) skips its tail.
             lines_before += previous[0].count(b"\n", previous[1])
@@ -539,6 +607,8 @@ def scan_chunks(
         line_from, line_to = 0, -1
         matches = searcher.ends(chunk, ignored)
         dropped += searcher.ignored_matches
+        if tally is not None:
+            tally.add(len(chunk), searcher.ignored_counts() if searcher is backend else None)
         for index, end in matches:
             # A line-safe match never contains "\n", so its last byte is on its line.
             if not line_from <= end - 1 < line_to:
@@ -556,6 +626,8 @@ def scan_chunks(
         lineno = lines_before + 1
         for start in sorted(by_start):
             if ignored and ignored.issuperset(by_start[start]):
+                if tally is not None:  # ignored since this piece was searched: count it
+                    tally.drop(by_start[start])
                 continue
             lineno += chunk.count(b"\n", counted_to, start)
             counted_to = start
