@@ -1,0 +1,167 @@
+"""Mechanisms learned from the batch-h first-sight misses, decided end to end on logs of their
+own (built from other public threads' lines, never the batch's text), analyzed as
+`crashlens analyze` does.
+
+* Ray's memory monitor reports its own OOM kills, in a wording per Ray generation (the old
+  Python monitor's RayOutOfMemoryError, the killed task's OutOfMemoryError, the raylet's
+  "Workers (tasks / actors) killed due to memory pressure" summary, hard-wrapped or not): each
+  is host_oom. Ray's generic "a worker died" report lists the OOM killer as one cause of
+  several, so alone it ranks host_oom first without deciding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from crashlens.pipeline import AnalyzeOptions, analyze
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    files: dict[str, str]
+    verdict: str
+    rule: str
+
+
+RAYLET_ADVICE = (
+    "(raylet) \n"
+    "(raylet) Refer to the documentation on how to address the out of memory issue: "
+    "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider "
+    "provisioning more memory on this node or reducing task parallelism by requesting more CPUs "
+    "per task. To adjust the kill threshold, set the environment variable "
+    "`RAY_memory_usage_threshold` when starting Ray. To disable worker killing, set the "
+    "environment variable `RAY_memory_monitor_refresh_ms` to zero.\n"
+)
+
+RAY_GET_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main\n'
+    "    return _run_code(code, main_globals, None,\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/ray/_private/worker.py", line 2755, in get\n'
+    "    values, debugger_breakpoint = worker.get_objects(object_refs, timeout=timeout)\n"
+)
+
+SCENARIOS = (
+    Scenario(
+        # the raylet's summary, then the driver's traceback of the actor that died of it
+        "raylet-summary-before-an-actor-died-traceback",
+        {
+            "train.log": "Compute log probs:  76%|########   | 244/320 [08:56<02:05,  1.65s/it]\n"
+            "(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1"
+            " Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due"
+            " to other reasons at node (ID: 351e406b196f66bb45eaad02a3b8b4725babfa8cc12949432f7a"
+            "d7d8, IP: 10.0.0.11) over the last time period. To see more information about the "
+            "Workers killed on this node, use `ray logs raylet.out -ip 10.0.0.11`\n"
+            + RAYLET_ADVICE
+            + RAY_GET_TRACEBACK
+            + "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this "
+            "task.\n",
+        },
+        "host_oom",
+        "host-oom-ray-memory-monitor",
+    ),
+    Scenario(
+        # a log viewer 115 columns wide breaks the summary after "(tasks /"
+        "raylet-summary-hard-wrapped",
+        {
+            "serve.log": "INFO 01-12 10:02:11 llm_engine.py:72] Initializing an LLM engine with"
+            " config: tensor_parallel_size=4\n"
+            "(raylet) [2024-08-25 19:21:02,241 E 1111013 1111013] (raylet) node_manager.cc:3064:"
+            " 12 Workers (tasks /\n"
+            " actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons"
+            " at node (ID: b8aad7ac53c083fcae4851424e0362cec4a21916876b69bb1722ed29, IP: 10.0.0.12"
+            ") over the last time period.\n" + RAYLET_ADVICE,
+        },
+        "host_oom",
+        "host-oom-ray-memory-monitor",
+    ),
+    Scenario(
+        "ray-2-killed-task-out-of-memory-error",
+        {
+            "run_sim.log": RAY_GET_TRACEBACK
+            + "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on "
+            "memory.\n"
+            "Memory on the node (IP: 10.0.0.11, ID: fc2befb2867ce88e73a8a45572c43a640751ae1f2b5e1"
+            "5bd8315f293) where the task (actor ID: f9cc340f5aef7b479d86345001000000, name=SimEnv"
+            ".__init__, pid=4331, memory used=2.22GB) was running was 59.49GB / 62.58GB (0.950744"
+            "), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: d98"
+            "ac96cdd66ea8c0a2604609381c3256c8285b87822896c767f7714) because it was the most "
+            "recently scheduled task.\n",
+        },
+        "host_oom",
+        "host-oom-ray-memory-monitor",
+    ),
+    Scenario(
+        # the old monitor's error also mentions the object store's shared memory: not /dev/shm
+        "ray-1-memory-monitor-error-with-object-store-note",
+        {
+            "train.log": '  File "/usr/local/lib/python3.6/site-packages/ray/memory_monitor.py",'
+            " line 78, in raise_if_low_memory\n"
+            "    self.error_threshold))\n"
+            "ray.memory_monitor.RayOutOfMemoryError: More than 95% of the memory on node node-01"
+            " is used (380.32 / 397.05 GB). The top 5 memory consumers are:\n"
+            "\n"
+            "PID\tMEM\tCOMMAND\n"
+            "1\t7.57GB\tpython scripts/run.py\n"
+            "160\t4.2GB\tray_worker\n"
+            "\n"
+            "In addition, ~4.12 GB of shared memory is currently being used by the Ray object "
+            "store.\n",
+        },
+        "host_oom",
+        "host-oom-ray-memory-monitor",
+    ),
+)
+
+
+def _folder(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    for file_name, text in files.items():
+        (folder / file_name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_verdict(tmp_path: Path, scenario: Scenario) -> None:
+    report = analyze([str(_folder(tmp_path, scenario.name, scenario.files))])
+    assert str(report.verdict) == scenario.verdict, [
+        (c.category, c.confidence) for c in report.causes
+    ]
+    assert scenario.rule in {item.rule for item in report.causes[0].evidence}
+
+
+def test_the_object_store_note_is_no_shm_evidence(tmp_path: Path) -> None:
+    scenario = SCENARIOS[3]
+    report = analyze([str(_folder(tmp_path, scenario.name, scenario.files))])
+    assert "shm" not in {cause.category for cause in report.causes}
+
+
+def test_rays_generic_worker_died_report_ranks_host_oom_without_deciding(tmp_path: Path) -> None:
+    # Ray lists the OOM killer, `ray stop --force` and a native crash as possible causes
+    folder = _folder(
+        tmp_path,
+        "worker-died",
+        {
+            "train.log": "2021-11-22 15:10:23,194\tWARNING worker.py:1228 -- A worker died or "
+            "was killed while executing a task by an unexpected system error. To troubleshoot "
+            "the problem, check the logs for the dead worker. RayTask ID: ffffffffffffffff341cd0"
+            "30556402df7c59625701000000 Worker ID: 4f72e151e496fac468e1c730556e291e00ec1cfb29882"
+            "f51097186fd Worker IP address: 10.0.0.11 Worker port: 41747 Worker PID: 18687\n"
+            "Traceback (most recent call last):\n"
+            '  File "run_sim.py", line 46, in <module>\n'
+            "    envs, task_loader = setup_envs(dataset=dataset_path, **vars(args))\n"
+            "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this "
+            "task.\n",
+        },
+    )
+    report = analyze([str(folder)])
+    assert report.causes[0].category == "host_oom"
+    cited = {(item.rule, str(item.role)) for item in report.causes[0].evidence}
+    assert ("host-oom-ray-worker-died", "symptom") in cited
+    # the rules alone do not name a cause on this line (the classifier may lift it)
+    assert str(analyze([str(folder)], AnalyzeOptions(use_model=False)).verdict) == "unknown"
