@@ -7,6 +7,9 @@ own (built from other public threads' lines, never the batch's text), analyzed a
   "Workers (tasks / actors) killed due to memory pressure" summary, hard-wrapped or not): each
   is host_oom. Ray's generic "a worker died" report lists the OOM killer as one cause of
   several, so alone it ranks host_oom first without deciding.
+* xformers' CUTLASS kernels say themselves that they were built for another GPU architecture
+  ("this function is for sm80, but was built for sm750", "kernel `...` is for sm80-sm90, but
+  was built for sm70"): kernels not built for this GPU, i.e. driver (no kernel image).
 """
 
 from __future__ import annotations
@@ -114,6 +117,19 @@ SCENARIOS = (
         },
         "host_oom",
         "host-oom-ray-memory-monitor",
+    ),
+    Scenario(
+        "xformers-kernel-built-for-another-gpu-arch",
+        {
+            "train.log": "Launching training on one GPU.\n"
+            "Steps:   0%|          | 0/1500 [00:00<?, ?it/s]\n"
+            "FATAL: kernel `fmha_cutlassF_f32_aligned_32x128_gmem_sm80` is for sm80-sm90, but was "
+            "built for sm70\n"
+            "FATAL: kernel `fmha_cutlassF_f32_aligned_32x128_gmem_sm80` is for sm80-sm90, but was "
+            "built for sm70\n",
+        },
+        "driver",
+        "driver-no-kernel-image",
     ),
 )
 
