@@ -10,6 +10,8 @@ own (built from other public threads' lines, never the batch's text), analyzed a
 * xformers' CUTLASS kernels say themselves that they were built for another GPU architecture
   ("this function is for sm80, but was built for sm750", "kernel `...` is for sm80-sm90, but
   was built for sm70"): kernels not built for this GPU, i.e. driver (no kernel image).
+* torch.multiprocessing.spawn's `process N terminated with signal SIGKILL` is a SIGKILL's
+  death line like torchelastic's: a bare SIGKILL, host_oom first.
 """
 
 from __future__ import annotations
@@ -181,3 +183,30 @@ def test_rays_generic_worker_died_report_ranks_host_oom_without_deciding(tmp_pat
     assert ("host-oom-ray-worker-died", "symptom") in cited
     # the rules alone do not name a cause on this line (the classifier may lift it)
     assert str(analyze([str(folder)], AnalyzeOptions(use_model=False)).verdict) == "unknown"
+
+
+def test_spawns_sigkill_report_is_a_bare_sigkill(tmp_path: Path) -> None:
+    folder = _folder(
+        tmp_path,
+        "spawn",
+        {
+            "train.log": "Epoch 3: 41%|####      | 2050/5000 [11:02<15:53, 3.09it/s]\n"
+            "Traceback (most recent call last):\n"
+            '  File "main.py", line 231, in <module>\n'
+            "    mp.spawn(train, args=(world_size, cfg), nprocs=world_size, join=True)\n"
+            '  File "/usr/local/lib/python3.6/site-packages/torch/multiprocessing/spawn.py", '
+            "line 107, in join\n"
+            "    (error_index, name)\n"
+            "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with "
+            "signal SIGKILL\n"
+            "/usr/lib/python3.6/multiprocessing/semaphore_tracker.py:143: UserWarning: "
+            "semaphore_tracker: There appear to be 1 leaked semaphores to clean up at shutdown\n"
+            "  len(cache))\n",
+        },
+    )
+    report = analyze([str(folder)])
+    assert str(report.verdict) != "none"
+    assert report.causes[0].category == "host_oom", [
+        (c.category, c.confidence) for c in report.causes
+    ]
+    assert "host-oom-sigkill-exit" in {item.rule for item in report.causes[0].evidence}
