@@ -12,6 +12,9 @@ own (built from other public threads' lines, never the batch's text), analyzed a
   was built for sm70"): kernels not built for this GPU, i.e. driver (no kernel image).
 * torch.multiprocessing.spawn's `process N terminated with signal SIGKILL` is a SIGKILL's
   death line like torchelastic's: a bare SIGKILL, host_oom first.
+* find(1) walking system folders as a non-root user reports each folder it may not read and
+  goes on: those `find: '/usr/...': Permission denied` lines are not the run's permissions
+  failure; a denial on the job's own paths still is.
 """
 
 from __future__ import annotations
@@ -210,3 +213,43 @@ def test_spawns_sigkill_report_is_a_bare_sigkill(tmp_path: Path) -> None:
         (c.category, c.confidence) for c in report.causes
     ]
     assert "host-oom-sigkill-exit" in {item.rule for item in report.causes[0].evidence}
+
+
+FIND_WALK = (
+    "find: '/usr/lib/x86_64-linux-gnu/openssl/private': Permission denied\n"
+    "find: \u2018/proc/1/map_files\u2019: Permission denied\n"
+    "find: '/root/.cache': Permission denied\n"
+)
+
+
+def test_finds_walk_of_system_folders_is_not_a_permissions_failure(tmp_path: Path) -> None:
+    folder = _folder(
+        tmp_path,
+        "find-walk",
+        {
+            "train.log": "Starting the container as uid 1000680000\n"
+            + FIND_WALK
+            + "epoch 1 step 100 loss 2.31\n"
+            "epoch 2 step 200 loss 1.92\n"
+            "Training finished: saved /workspace/output/model.pt\n",
+        },
+    )
+    report = analyze([str(folder)])
+    assert str(report.verdict) == "none", [(c.category, c.confidence) for c in report.causes]
+    assert "permissions" not in {cause.category for cause in report.causes}
+
+
+def test_a_denial_after_finds_walk_is_still_cited(tmp_path: Path) -> None:
+    folder = _folder(
+        tmp_path,
+        "find-then-ln",
+        {
+            "entrypoint.log": FIND_WALK
+            + "ln: failed to create symbolic link '/opt/server/lib/libnvidia-ml.so.1': "
+            "Permission denied\n",
+        },
+    )
+    report = analyze([str(folder)])
+    cited = [item.text for cause in report.causes for item in cause.evidence]
+    assert any(text.startswith("ln: ") for text in cited), cited
+    assert not any(text.startswith("find: ") for text in cited), cited
