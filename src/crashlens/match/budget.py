@@ -196,10 +196,9 @@ class WorkBudget:
     def _enter(self, region: Region) -> None:
         if region is Region.MIDDLE:
             self.in_middle = True
-            self.tally.sampling = True
             return
         self.in_middle = False
-        self.tally.sampling = False
+        self.tally.counting = False
         tally = self.tally
         self._end = (tally.searched, tally.counted, dict(tally.dropped), dict(tally.late))
         self.ignored.difference_update(p for p in self.thinned if p not in self.steady)
@@ -225,6 +224,7 @@ class WorkBudget:
                 dropped = tally.dropped.get(pattern, 0)
                 thinned[pattern] = _Thinned(tally.searched, tally.counted, dropped)
                 ignored.add(pattern)
+                tally.counting = True  # from now on: what counts a thinned pattern's lines
         return patterns
 
     def skipped(self) -> list[Skipped]:

@@ -505,7 +505,7 @@ PIECE_BYTES = 1024 * 1024
 and `ignored` grows only between searches: a pattern that matches every line (a progress
 anchor the parser settles on its first line) holds one piece's matches, not 8 MiB's."""
 SAMPLE_EVERY = 32
-"""While the search is narrowed and the caller asks for counts (`ScanTally.sampling`), one
+"""While the search is narrowed and the caller wants counts (`ScanTally.counting`), one
 piece in this many is searched with every pattern, so that the lines of the patterns left
 out are still counted there (and estimated for the rest)."""
 
@@ -513,12 +513,12 @@ out are still counted there (and estimated for the rest)."""
 class ScanTally:
     """What a scan searched and the matches of ignored patterns it counted, as it goes.
 
-    `searched`: bytes searched; `counted`: bytes searched with every pattern, where `dropped`
-    counts the matches of each ignored one (bytes a narrowed search covered count in
-    `searched` only). The caller reads the counters between candidate lines.
+    `searched`: bytes searched; `counted`: bytes searched with every pattern while `counting`,
+    where `dropped` counts the matches of each ignored one (bytes a narrowed search covered
+    count in `searched` only). The caller reads the counters between candidate lines.
     """
 
-    __slots__ = ("counted", "dropped", "late", "sampling", "searched")
+    __slots__ = ("counted", "counting", "dropped", "late", "searched")
 
     def __init__(self) -> None:
         self.searched = 0
@@ -527,8 +527,9 @@ class ScanTally:
         self.late: dict[int, int] = {}
         """Lines a search reported for patterns ignored only after it (each one seen, so
         counted as is: no share of `counted` stands for them)."""
-        self.sampling = False
-        """Whether a narrowed search still searches a sample of pieces in full, to count."""
+        self.counting = False
+        """Whether the caller wants the counts now: a narrowed search then still searches a
+        sample of pieces with every pattern, to count there."""
 
     def drop(self, patterns: Iterable[int]) -> None:
         """A line the search reported for `patterns`, dropped as they are now ignored."""
@@ -537,7 +538,8 @@ class ScanTally:
             late[index] = late.get(index, 0) + 1
 
     def add(self, size: int, counts: dict[int, int] | None) -> None:
-        """One piece of `size` bytes searched; `counts`: dropped matches (None: narrowed)."""
+        """One piece of `size` bytes searched; `counts`: the matches it dropped, when they
+        were counted with every pattern in the search (else None)."""
         self.searched += size
         if counts is None:
             return
@@ -595,7 +597,8 @@ def scan_chunks(
             narrowed_for = frozenset(ignored)
             narrowed, dropped = backend.without(narrowed_for), 0
         pieces += 1
-        sample = tally is not None and tally.sampling and pieces % SAMPLE_EVERY == 0
+        counting = tally is not None and tally.counting
+        sample = counting and pieces % SAMPLE_EVERY == 0
         searcher = narrowed if narrowed is not None and not sample else backend
         if previous is not None:
             # Counted only when another chunk follows: a one-chunk log (most) skips its tail.
@@ -608,7 +611,8 @@ def scan_chunks(
         matches = searcher.ends(chunk, ignored)
         dropped += searcher.ignored_matches
         if tally is not None:
-            tally.add(len(chunk), searcher.ignored_counts() if searcher is backend else None)
+            full = counting and searcher is backend
+            tally.add(len(chunk), searcher.ignored_counts() if full else None)
         for index, end in matches:
             # A line-safe match never contains "\n", so its last byte is on its line.
             if not line_from <= end - 1 < line_to:
