@@ -183,6 +183,10 @@ def test_where_the_search_left_a_pattern_out_its_lines_are_estimated(
     assert budget.tally.counted < budget.tally.searched * 0.5  # most of it was not counted
     assert not watchdog.exact
     assert abs(watchdog.lines - truth) < truth * 0.1
+    note = budget.note(functools.partial(engine._pattern_name, search)) or ""
+    said = re.search(r"the most repeated: about ([0-9,]+) more lines", note)
+    assert said is not None, note
+    assert abs(int(said.group(1).replace(",", "")) - watchdog.lines) < watchdog.lines * 0.01
 
 
 def test_a_long_log_keeps_its_ends_and_its_rare_lines_and_says_what_it_counted(

@@ -152,6 +152,12 @@ class Regions:
             yield chunk
 
 
+def _rounded(count: int) -> int:
+    """An estimate to three significant digits (6,319,436 -> 6,320,000)."""
+    digits = len(str(count))
+    return round(count, 3 - digits) if digits > 3 else count
+
+
 @dataclass(frozen=True, slots=True)
 class _Thinned:
     """Where the scan stood when a pattern spent its lines in the middle."""
@@ -259,6 +265,7 @@ class WorkBudget:
         start, end = middle
         total = self.regions.offset
         most = skipped[0]
+        lines = most.lines if most.exact else _rounded(most.lines)
         about = "" if most.exact else "about "
         names = ", ".join(name(s.pattern) for s in skipped[:3])
         more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
@@ -268,6 +275,6 @@ class WorkBudget:
             f"the {mib(end - start)} between, the lines of {len(skipped)} pattern"
             f"{'s' if len(skipped) != 1 else ''} repeated past {self.limits.middle_lines} "
             f"were counted, not parsed ({names}{more}; the most repeated: {about}"
-            f"{most.lines:,} more lines), so counts in facts cover the parsed lines only "
+            f"{lines:,} more lines), so counts in facts cover the parsed lines only "
             f"(work per input is bounded: {variable})"
         )
