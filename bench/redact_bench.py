@@ -1,14 +1,19 @@
-"""Redaction speed on a large realistic log: prints MB/s of the learning pass and the writing pass.
+"""Redaction speed on large realistic logs: MB/s of the learning pass, the writing pass and both.
 
-The log is built from real inputs: every shared sample of tests/data/samples (launcher logs
+Each log is built from real inputs: the shared samples of tests/data/samples (launcher logs
 with pdsh and NCCL prefixes, dmesg, nvidia-smi, docker inspect, df, ...) and the planted
 two-node job of tests/data/redaction/two_node_job.py, repeated with shifted numbers (so no
 two copies are identical) up to --mb megabytes, then redacted in 1 MiB pieces as `collect`
-does: one `learn()` pass over everything, one `text()` pass.
+does: one `learn()` pass over everything, one `text()` pass, with a fresh Redactor.
 
-    python bench/redact_bench.py --mb 64
+Two shapes by default, each measured --rounds times (wall clock and this process's CPU time;
+on a shared machine the CPU figure is the steadier one, and both should be read over rounds):
+`mixed` (every sample kind) and `launcher` (launcher logs and the job only, the shape of the
+big logs collect copies: most lines carry a host prefix).
+
+    python bench/redact_bench.py --mb 32 --rounds 2
     python bench/redact_bench.py --mb 16 --backend python   # the pure-Python gates
-    python bench/redact_bench.py --kinds launcher           # launcher logs and the job only
+    python bench/redact_bench.py --kinds launcher           # one shape: launcher logs and the job
 """
 
 from __future__ import annotations
@@ -73,20 +78,13 @@ def build_log(megabytes: float, kinds: tuple[str, ...] = ()) -> bytes:
     return "".join(copies).encode("utf-8")[:target]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=64.0, help="size of the log (MB)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "hyperscan", "python"))
-    parser.add_argument(
-        "--kinds",
-        default="",
-        help="sample kinds to build the log from, comma-separated (default: every kind); "
-        "`launcher` is the shape of the big logs collect copies",
-    )
-    args = parser.parse_args()
-    data = build_log(args.mb, tuple(k for k in args.kinds.split(",") if k))
-    megabytes = len(data) / 1_000_000
-    redactor = Redactor(backend=args.backend)
+Timing = tuple[float, float]
+"""(wall clock seconds, CPU seconds of this process)."""
+
+
+def measure(data: bytes, backend: str) -> tuple[Timing, Timing, int]:
+    """The learning pass's and the writing pass's times over `data`, and the pseudonyms made."""
+    redactor = Redactor(backend=backend)
     wall, cpu = time.perf_counter(), time.process_time()
     for text in text_chunks(io.BytesIO(data)):
         redactor.learn(text)
@@ -96,18 +94,49 @@ def main() -> None:
     for text in text_chunks(io.BytesIO(data)):
         written += len(redactor.text(text))
     wrote = (time.perf_counter() - wall, time.process_time() - cpu)
+    return learned, wrote, len(redactor.mapping())
+
+
+def _rate(megabytes: float, *timings: Timing) -> str:
+    wall = megabytes / sum(t[0] for t in timings)
+    cpu = megabytes / sum(t[1] for t in timings)
+    return f"{wall:6.1f}/{cpu:<6.1f}"
+
+
+SHAPES = {"mixed": (), "launcher": ("launcher",)}
+"""The default logs: every sample kind, and launcher logs alone."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=32.0, help="size of each log (MB)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "hyperscan", "python"))
+    parser.add_argument("--rounds", type=int, default=2, help="measurements of each log")
+    parser.add_argument(
+        "--kinds",
+        default="",
+        help="one log of these sample kinds, comma-separated (default: the mixed log and the "
+        "launcher log); `launcher` is the shape of the big logs collect copies",
+    )
+    args = parser.parse_args()
+    shapes = dict(SHAPES)
+    if args.kinds:
+        shapes = {args.kinds: tuple(k for k in args.kinds.split(",") if k)}
     from crashlens.redact.redactor import gates
 
-    def rate(*seconds: float) -> str:
-        return f"{megabytes / sum(seconds):7.1f} MB/s"
-
-    print(f"log: {megabytes:.1f} MB, gates on {gates(args.backend).backend}")
-    print("          wall clock     CPU time (of this process: other work counts less)")
-    print(f"learn: {rate(learned[0])}  {rate(learned[1])}")
-    print(f"text:  {rate(wrote[0])}  {rate(wrote[1])}")
-    both = f"{rate(learned[0], wrote[0])}  {rate(learned[1], wrote[1])}"
-    print(f"both:  {both}  (collect reads each log twice)")
-    print(f"pseudonyms: {len(redactor.mapping())}", file=sys.stderr)
+    print(f"gates on {gates(args.backend).backend}; MB/s as wall clock / CPU time of this process")
+    print(f"{'log':>10} {'MB':>6} {'round':>5} {'learn':>13} {'text':>13} {'both':>13}")
+    for name, kinds in shapes.items():
+        data = build_log(args.mb, kinds)
+        megabytes = len(data) / 1_000_000
+        for round_ in range(1, args.rounds + 1):
+            learned, wrote, pseudonyms = measure(data, args.backend)
+            rates = " ".join(
+                _rate(megabytes, *timings) for timings in ((learned,), (wrote,), (learned, wrote))
+            )
+            print(f"{name:>10} {megabytes:6.1f} {round_:5d} {rates}")
+        print(f"{name}: {pseudonyms} pseudonyms", file=sys.stderr)
+    print("both: collect reads each log twice (learn, then text)")
 
 
 if __name__ == "__main__":

@@ -369,6 +369,10 @@ def _ipv6(redactor: Redactor, match: re.Match[str]) -> str:
     tail = whole[len(run) :]
     if len(run) > 256:
         return whole  # no address is this long: a hex dump, not worth the search
+    if "::" not in run and run.count(":") < 6:
+        # an IPv6 address without `::` has 8 groups, or 6 and an IPv4 tail: every
+        # candidate below is a tail of the run (a time of day, `a:b:c`: none is one)
+        return whole
     before = match.string[match.start() - 1 : match.start()]
     inside_word = before.isalnum() or before == "_"
     starts = [] if inside_word else [0]
@@ -392,11 +396,27 @@ def _ipv4(redactor: Redactor, match: re.Match[str]) -> str:
     value = match.group(1)
     if value in p.KEEP_IPS or value.startswith("127."):
         return value
-    if p.VERSION_BEFORE.search(match.string[max(0, match.start() - 24) : match.start()]):
+    if _version_before(match.string[max(0, match.start() - 24) : match.start()]):
         return value
     if match.string[match.end() : match.end() + 1] in ("-", "+", "~"):
         return value  # `8.6.1.6-1+cuda12.0`: a package version
     return redactor.pseudonym("ip", value, value)
+
+
+_VERSIONS_BEFORE: dict[str, bool] = {}
+"""`_version_before` answers: a log writes the same few words before its addresses."""
+_MAX_VERSIONS_BEFORE = 65536
+
+
+def _version_before(before: str) -> bool:
+    """Whether `before` (the 24 characters before a four-part number) names a version."""
+    found = _VERSIONS_BEFORE.get(before)
+    if found is None:
+        found = p.VERSION_BEFORE.search(before) is not None
+        if len(_VERSIONS_BEFORE) >= _MAX_VERSIONS_BEFORE:
+            _VERSIONS_BEFORE.clear()
+        _VERSIONS_BEFORE[before] = found
+    return found
 
 
 # --- users ----------------------------------------------------------------------------------
