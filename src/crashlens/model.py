@@ -34,6 +34,9 @@ class InputKind(StrEnum):
     """`ipcs -m` / `ipcs -l` output."""
     ULIMIT = "ulimit"
     """`ulimit -a` output (bash or dash)."""
+    IP_ADDR = "ip_addr"
+    """A node's network interfaces: `ip -br addr`, `ip addr`, `ifconfig` (several nodes' listings
+    under their shell prompts may share a file)."""
     TORCHELASTIC_ERROR = "torchelastic_error"
     """The JSON file written to TORCHELASTIC_ERROR_FILE by a failed worker."""
     KUBECTL_JSON = "kubectl_json"

@@ -14,7 +14,9 @@ to the hits of every input before they are weighed, the same way for every rule:
   explanations hold for one hit, the one with the highest weight wins.
 
 Each explanation and ruling-out used gives the report one note citing both lines: the
-symptom's and the fact's.
+symptom's and the fact's. Besides the facts of the inputs, the conditions see the facts that
+only two inputs together show (`decide/interfaces.py`: a socket-interface setting a node's
+interfaces do not satisfy).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from crashlens.decide.interfaces import unmatched_interfaces
 from crashlens.match.explanations import Explanation, RuleOut
 from crashlens.match.rules import Rule
 from crashlens.model import Fact, Hit
@@ -51,6 +54,8 @@ def apply_explanations(
     ruling = [(rule, item) for rule in rules for item in rule.rules_out]
     if not explaining and not ruling:
         return Explained(tuple(hits))
+    # what two inputs show together (a setting and a node's interfaces) can explain too
+    facts = [*facts, *unmatched_interfaces(facts)]
     kept: list[Hit] = []
     notes: dict[tuple[str, str, tuple[Fact, ...]], str] = {}
     reasons: dict[Hit, str] = {}

@@ -51,6 +51,9 @@ Fact keys:
   wants verbs devices that the process cannot see (it falls back to TCP sockets).
 * `nccl.ib_devices`: str the InfiniBand/RoCE devices NCCL opened, comma-joined as printed
   (`mlx5_0:1/IB,mlx5_3:1/RoCE`, from `NET/IB : Using [0]mlx5_0:1/IB ...`): verbs are in use.
+* `net.socket_ifname`: str the interface NCCL or Gloo is told to use (`NCCL_SOCKET_IFNAME`,
+  `GLOO_SOCKET_IFNAME`, as set on a command line or echoed by NCCL); attrs var, host, source
+  (`settings.py`).
 * `slurm.oom_kill_events`: int attrs step; `slurm.cancelled`: str reason (`TIME LIMIT`...,
   `unspecified` when Slurm gives none) attrs step, node; `slurm.task_failure`: str what srun
   said (`Out Of Memory`, `Bus error`, `Exited with exit code 1`) attrs node, task.

@@ -25,6 +25,8 @@ from crashlens.parsers.launcher.messages import (
     world_facts,
 )
 from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
+from crashlens.parsers.launcher.settings import ANCHOR as IFNAME_ANCHOR
+from crashlens.parsers.launcher.settings import MAX_SETTINGS, socket_ifname_settings
 from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS
 from crashlens.parsers.launcher.teardown import ANCHOR as TEARDOWN_ANCHOR
 from crashlens.parsers.launcher.teardown import TeardownTracker
@@ -117,6 +119,7 @@ class LauncherCollector(DeathSigns):
         self.subprocess_exits: list[Fact] = []
         self.report = ReportReader(path, self.facts, self.signals)
         self.teardown = TeardownTracker()
+        self.ifname_keys: set[tuple[str, str, str | None]] = set()
         self.ib_asked: dict[str, Line] = {}
         self.ib_none: Line | None = None
 
@@ -140,6 +143,14 @@ class LauncherCollector(DeathSigns):
 
     def on_traceback(self, line: Line) -> None:
         self.teardown.read(line.text, line.lineno)
+
+    def on_socket_ifname(self, line: Line) -> None:
+        for var, value, source in socket_ifname_settings(line.text):
+            key = (var, value, line.host)
+            if key in self.ifname_keys or len(self.ifname_keys) >= MAX_SETTINGS:
+                continue
+            self.ifname_keys.add(key)
+            self._add("net.socket_ifname", value, line, var=var, host=line.host, source=source)
 
     def on_exception(self, line: Line) -> None:
         parsed = parse_exception(line.text)
@@ -546,6 +557,8 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     report.BORDER,
     # a traceback's header, chain and the lines of a report Python goes on from (teardown.py)
     Anchor(TEARDOWN_ANCHOR, L.on_traceback),
+    # the interface NCCL or Gloo is told to use (settings.py)
+    Anchor(IFNAME_ANCHOR, L.on_socket_ifname),
     Anchor(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit)(?::|[ \t]*$)", L.on_exception),
     Anchor(r"CUDA out of memory|CUDA error: out of memory", L.on_oom),
     Anchor(r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+", L.on_agent),
