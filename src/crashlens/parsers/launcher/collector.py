@@ -28,6 +28,13 @@ from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
 from crashlens.parsers.launcher.settings import ANCHOR as IFNAME_ANCHOR
 from crashlens.parsers.launcher.settings import MAX_SETTINGS, socket_ifname_settings
 from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS
+from crashlens.parsers.launcher.stacks import ANCHOR as STACK_ANCHOR
+from crashlens.parsers.launcher.stacks import (
+    MAX_STACKS,
+    StackTracker,
+    errno_name,
+    prefixed_exception,
+)
 from crashlens.parsers.launcher.teardown import ANCHOR as TEARDOWN_ANCHOR
 from crashlens.parsers.launcher.teardown import TeardownTracker
 from crashlens.parsers.launcher.tools import TOOL_ANCHOR, TOOLS
@@ -119,6 +126,8 @@ class LauncherCollector(DeathSigns):
         self.subprocess_exits: list[Fact] = []
         self.report = ReportReader(path, self.facts, self.signals)
         self.teardown = TeardownTracker()
+        self.stacks = StackTracker()
+        self.stack_keys: set[tuple[int | None, str, str]] = set()
         self.ifname_keys: set[tuple[str, str, str | None]] = set()
         self.ib_asked: dict[str, Line] = {}
         self.ib_none: Line | None = None
@@ -152,12 +161,38 @@ class LauncherCollector(DeathSigns):
             self.ifname_keys.add(key)
             self._add("net.socket_ifname", value, line, var=var, host=line.host, source=source)
 
+    def on_frame(self, line: Line) -> None:
+        self.stacks.read(line.text, line.rank, line.lineno)
+
+    def _stack(self, line: Line, exc_type: str, value: str, rank: int | None) -> None:
+        """The `python.stack` fact of the traceback this exception line closes (stacks.py)."""
+        frames = self.stacks.close(line.rank, line.lineno)
+        if not frames or len(self.stack_keys) >= MAX_STACKS:
+            return
+        key = (rank, value, frames[-1])
+        if key in self.stack_keys:
+            return
+        self.stack_keys.add(key)
+        self._add(
+            "python.stack",
+            frames[-1],
+            line,
+            frames="|".join(frames),
+            exception=exc_type,
+            errno=errno_name(value),
+            rank=rank,
+            host=line.host,
+        )
+
     def on_exception(self, line: Line) -> None:
         parsed = parse_exception(line.text)
         if parsed is None:
+            if (prefixed := prefixed_exception(line.text)) is not None:
+                self._stack(line, *prefixed, line.rank)
             return
         teardown = self.teardown.close()
         exc_type, value, inline_rank = parsed
+        self._stack(line, exc_type, value, inline_rank if line.rank is None else line.rank)
         rank, host, source = line.rank, line.host, "log"
         record = self.report.continued_by(line)
         if record is not None:
@@ -557,6 +592,8 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     report.BORDER,
     # a traceback's header, chain and the lines of a report Python goes on from (teardown.py)
     Anchor(TEARDOWN_ANCHOR, L.on_traceback),
+    # the frames of a traceback, for the exception line that closes it (stacks.py)
+    Anchor(STACK_ANCHOR, L.on_frame),
     # the interface NCCL or Gloo is told to use (settings.py)
     Anchor(IFNAME_ANCHOR, L.on_socket_ifname),
     Anchor(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit)(?::|[ \t]*$)", L.on_exception),
