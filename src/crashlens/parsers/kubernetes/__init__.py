@@ -30,6 +30,9 @@ Facts (each with its line number where the parser can find it, and the line as t
 * `k8s.restart_count`: int a container's restart count; attrs pod, container.
 * `k8s.memory_limit_bytes`, `k8s.memory_request_bytes`: int a container's memory limit and
   request; attrs pod, container.
+* `k8s.shm_private_bytes`: int a container's /dev/shm size from its pod spec (the runtime's
+  64 MiB when no memory volume is mounted there); attrs pod, container, default, volume
+  (`volumes.py`; JSON/YAML only).
 * `k8s.job_condition`: str the last true condition of a Kubeflow job (PyTorchJob, TFJob, MPIJob,
   ...) or a JobSet (`Failed`, `Succeeded`, `Suspended`, `Running`, `Created`); attrs kind,
   job, reason, message.

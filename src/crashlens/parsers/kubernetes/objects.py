@@ -27,6 +27,7 @@ from crashlens.parsers.kubernetes.common import (
     quantity_bytes,
     replica_of,
 )
+from crashlens.parsers.kubernetes.volumes import shm_sizes
 from crashlens.text.mini_yaml import YamlNode, read_yaml
 from crashlens.text.tolerant_json import json_start, read_first_value
 
@@ -178,6 +179,20 @@ class _Reader:
                 add_unschedulable(self.sink, pod, msg, lineno, self.lines.text(lineno) or msg)
         for container in _list(spec.get("containers")) + _list(spec.get("initContainers")):
             self.resources(_dict(container), pod, after)
+        for shm in shm_sizes(spec):  # volumes.py
+            # below the pod's own name line, which may start with the container's name
+            json_name = f'"name": "{shm.container}"'
+            named = json_name if self.lines.find(json_name, after) else f"name: {shm.container}"
+            self.add(
+                "k8s.shm_private_bytes",
+                shm.size,
+                shm.volume or named,
+                after + 1,
+                pod=pod,
+                container=shm.container,
+                default=shm.default,
+                volume=shm.volume,
+            )
         statuses = _list(status.get("containerStatuses")) + _list(
             status.get("initContainerStatuses")
         )
