@@ -225,7 +225,16 @@ def _child_listing(spec: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     kept: list[Any] = []
     listed = 0
-    if spec["held"]:
+    if spec.get("shard"):  # one shard's listing, as `scan --shard K/N` lists
+        from crashlens.batch.shards import parse_shard
+
+        holds = parse_shard(spec["shard"]).holds
+        try:
+            jobs = iter_jobs(spec["root"], select=holds)
+        except TypeError:  # crashlens before the listing took `select`: filtered after it
+            jobs = (job for job in iter_jobs(spec["root"]) if holds(job.rel))
+        listed = sum(1 for _ in jobs)
+    elif spec["held"]:
         for job in iter_jobs(spec["root"]):
             kept.append(job)
             listed += 1
@@ -438,9 +447,10 @@ def _strace_counts(spec: dict[str, Any], strace: str, log: Path) -> tuple[dict[s
     return counts, jobs
 
 
-def measure_syscalls(root: Path, scratch: Path) -> None:
+def measure_syscalls(root: Path, scratch: Path, shards: int = 8) -> None:
     """Filesystem calls per listed job (what a Lustre MDS or NFS server would be asked):
-    a listing of one month of the tree under strace, less an empty folder's listing."""
+    a listing of one month of the tree under strace, less an empty folder's listing; then the
+    listing of one of `shards` shards of it (`scan --shard 1/N`), per job of the whole."""
     strace = shutil.which("strace")
     month = next((p for p in sorted(root.glob("*/*/*")) if p.is_dir()), None)
     if strace is None or month is None:
@@ -460,6 +470,19 @@ def measure_syscalls(root: Path, scratch: Path) -> None:
     print(
         f"listing syscalls per job ({jobs:,} jobs of {month.relative_to(root)}, strace -c): "
         f"{shown}; {sum(per_job.values()):.2f} in all",
+        flush=True,
+    )
+    shard = {**spec, "root": str(month), "shard": f"1/{shards}"}
+    part, found = _strace_counts(shard, strace, scratch / "strace-shard")
+    per_listed = {
+        name: (part.get(name, 0) - base.get(name, 0)) / max(1, jobs)
+        for name in SYSCALLS
+        if part.get(name, 0) > base.get(name, 0)
+    }
+    shown = ", ".join(f"{name} {value:.2f}" for name, value in per_listed.items())
+    print(
+        f"listing syscalls of shard 1/{shards} per job of the whole ({found:,} of {jobs:,} "
+        f"jobs are its own): {shown}; {sum(per_listed.values()):.2f} in all",
         flush=True,
     )
 

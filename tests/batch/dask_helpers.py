@@ -81,3 +81,10 @@ class HangJob(WorkerPlugin):
 
         if self.original is not None:
             job_module.analyze_job = self.original
+
+
+def warmed() -> list[tuple[str, str]]:
+    """Run on a worker: the (backend, site rules digest) it has built its scan database for."""
+    from crashlens.batch import dask_worker
+
+    return sorted(dask_worker._PREPARED)

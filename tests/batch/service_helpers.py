@@ -16,6 +16,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+S3_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+"""Credentials moto accepts; the endpoint is the running server's (`moto_s3`)."""
 MOTO_SERVER = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
 
 

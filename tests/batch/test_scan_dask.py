@@ -8,13 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
 from pathlib import Path
 
 import polars as pl
 import pytest
 from scan_helpers import generated_archive
-from service_helpers import dask_cluster
 from typer.testing import CliRunner
 
 from crashlens.batch.dask_engine import SLURM_HINT, DaskEngine
@@ -36,14 +35,6 @@ def _rows(rows: list[JobRow]) -> list[dict[str, object]]:
 
 def _table(folder: Path) -> pl.DataFrame:
     return pl.read_parquet(folder / "jobs.parquet").drop("seconds")
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`dask scheduler` and `dask worker` (2 processes under nannies) as subprocesses
-    (`service_helpers.dask_cluster`); yields the scheduler file."""
-    with dask_cluster(tmp_path_factory.mktemp("dask")) as scheduler_file:
-        yield scheduler_file
 
 
 def test_rows_identical_on_every_engine(tmp_path: Path, cluster: str) -> None:
@@ -216,6 +207,48 @@ def test_workers_running_other_crashlens_code_are_refused(tmp_path: Path, cluste
                 list(engine.run(discover_jobs(root)))
         finally:
             client.run(pretend_code, LOADED_CODE)
+
+
+def test_workers_are_warmed_when_they_join_before_any_task(tmp_path: Path, cluster: str) -> None:
+    """The driver registers the warm-up with the cluster: every worker builds its scan
+    database then, and so does a worker that starts later (here: restarted), before it takes
+    a task; batches name the site rules by digest."""
+    from dask_helpers import warmed
+
+    from crashlens.batch.dask_worker import site_digest
+    from crashlens.match.site import site_files
+
+    root = generated_archive(tmp_path / "archive", 6)
+    engine = DaskEngine(EngineChoice(dask=cluster), str(root), 0, "auto")
+    assert len(list(engine.run(discover_jobs(root)))) == 6
+    assert engine.startup_s is not None and engine.startup_s >= 0
+    key = ("auto", site_digest(site_files()))
+    with distributed.Client(scheduler_file=cluster, timeout=60) as client:
+        assert all(key in done for done in client.run(warmed).values())
+        before = client.run(os.getpid)
+        client.restart_workers(list(before), raise_for_error=False)
+        client.wait_for_workers(2, timeout=120)
+        assert set(client.run(os.getpid).values()).isdisjoint(before.values())
+        deadline = time.monotonic() + 120  # the warm-up runs as a worker registers
+        while not all(key in done for done in client.run(warmed).values()):
+            assert time.monotonic() < deadline, client.run(warmed)
+            time.sleep(0.2)
+
+
+def test_a_batch_names_site_rules_the_worker_was_sent_or_carries_them(tmp_path: Path) -> None:
+    """In this process, as a worker runs it: a digest never sent fails the batch (the driver
+    then runs its jobs alone, with the files); the files themselves always work."""
+    from crashlens.batch import job as job_module
+    from crashlens.batch.dask_worker import UnknownSiteRules, analyze_batch, site_digest, warm
+
+    root = generated_archive(tmp_path / "archive", 3)
+    jobs = list(discover_jobs(root))
+    expected = _rows([job_module.analyze_job(job, str(root)) for job in jobs])
+    with pytest.raises(UnknownSiteRules):
+        analyze_batch(jobs, str(root), "auto", "never-sent")
+    assert _rows(analyze_batch(jobs, str(root), "auto", ())) == expected
+    assert warm("auto", ()) == site_digest(())
+    assert _rows(analyze_batch(jobs, str(root), "auto", site_digest(()))) == expected
 
 
 def test_site_rules_travel_to_workers_that_cannot_see_the_driver_s_folder(

@@ -6,14 +6,13 @@ the batches in flight, not the listing."""
 from __future__ import annotations
 
 import gzip
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from scan_helpers import JobTally, count_jobs, enospc_job, generated_archive, tiny_tree
-from service_helpers import MOTO_SERVER, dask_cluster, moto_s3
+from service_helpers import S3_ENVIRONMENT
 
 from crashlens.batch import session, task_sizing
 from crashlens.batch.dask_engine import IN_FLIGHT_PER_THREAD, DaskEngine
@@ -26,31 +25,9 @@ distributed = pytest.importorskip("distributed")
 s3fs = pytest.importorskip("s3fs")
 
 BUCKET = "dask-archive"
-S3_ENVIRONMENT = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 VOLATILE = ("seconds", "job_mtime")
 """What differs between a local and an S3 scan of the same bytes: the time a job took, and
 when its files were written (a file's mtime, an object's upload)."""
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    if not os.path.exists(MOTO_SERVER):
-        pytest.skip("moto[server] is not installed")
-    with moto_s3() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Iterator[str]:
-    """Two worker processes that find the store through their environment, as the workers
-    of a site's cluster would."""
-    environment = {**S3_ENVIRONMENT, "AWS_ENDPOINT_URL": s3_endpoint}
-    with dask_cluster(tmp_path_factory.mktemp("dask"), environment) as scheduler_file:
-        yield scheduler_file
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 from scan_helpers import enospc_job, generated_archive, healthy_job, oom_job, tar_job, write
-from service_helpers import MOTO_SERVER, moto_s3
 
 from crashlens.batch.jobs import iter_jobs
 from crashlens.batch.remote import is_url, url_text
@@ -33,14 +32,6 @@ BUCKET = "crash-archive"
 VOLATILE = ("seconds", "job_mtime")
 """What differs between a local and an S3 scan of the same bytes: the time a job took and
 the time its files were written (a local file's mtime, an object's upload)."""
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    if not os.path.exists(MOTO_SERVER):
-        pytest.skip("moto[server] is not installed")
-    with moto_s3() as endpoint:
-        yield endpoint
 
 
 @pytest.fixture

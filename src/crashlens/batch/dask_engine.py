@@ -63,6 +63,13 @@ IN_FLIGHT_PER_THREAD = 3
 LOCAL_ALLOWED_FAILURES = 0
 """A task on a worker that dies is failed at once on clusters started here: the driver
 retries its jobs one by one, so a job that kills workers is found after two deaths."""
+LOCAL_CLUSTER_CONFIG = {
+    "distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES,
+    # The statistical profiler samples every worker thread's stack every 10 ms for a
+    # dashboard nobody opens here: a few % of each worker's CPU (bench/scan_scale.py).
+    "distributed.worker.profile.enabled": False,
+}
+"""Dask settings of the clusters `--dask local` starts (a site's cluster keeps its own)."""
 INSTALL_HINT = "Dask is not installed: pip install 'crashlens[dask]'"
 MAX_ATTEMPTS_ALONE = 3
 """Tries of a job alone whose result the cluster lost (not a worker it killed)."""
@@ -158,8 +165,7 @@ class DaskEngine:
             closers.append(client.close)
             return client
         if spec == "local":
-            failures = {"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}
-            with dask.config.set(failures), _deferred():
+            with dask.config.set(LOCAL_CLUSTER_CONFIG), _deferred():
                 cluster = LocalCluster(
                     n_workers=count,
                     threads_per_worker=1,
