@@ -313,9 +313,13 @@ class PythonBackend:
             indexes = {i for literal in exact_hits for i in self._exact.get(literal, ())}
             # a case-insensitive hit comes back as written in the line
             indexes.update(
-                i for literal in folded_hits for i in self._folded.get(literal.lower(), ())
+                i for literal in folded_hits for i in self._folded.get(_folded(literal), ())
             )
             yield start, start + length, sorted(indexes)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+"""Case folding as Hyperscan's caseless mode and the Aho-Corasick pass do it: ASCII only."""
 
 
 def _prefilter(regex: str, ignore_case: bool) -> tuple[tuple[bytes, ...], bool] | None:
@@ -324,9 +328,26 @@ def _prefilter(regex: str, ignore_case: bool) -> tuple[tuple[bytes, ...], bool] 
         return None
     literals, inline_fold = found
     fold = ignore_case or inline_fold
-    if fold and not all(s.isascii() for s in literals):
-        return None  # bytes.lower() folds ASCII only
-    return tuple(sorted((s.lower() if fold else s).encode("utf-8") for s in literals)), fold
+    if fold and inline_fold and not all(_caseless_beyond_ascii(s) for s in literals):
+        # The literal finder lowered the pattern's own `(?i)` literals: a cased letter past
+        # ASCII may have been upper case in the pattern, which Hyperscan matches as written.
+        return None
+    # Folded as Hyperscan's caseless mode folds: ASCII letters only, the rest as written (a
+    # German, French or CJK wording no longer sends its pattern over the whole buffer: on
+    # lines of launcher events that cost 0.3 s a MiB).
+    return tuple(
+        sorted((s.translate(_ASCII_LOWER) if fold else s).encode("utf-8") for s in literals)
+    ), fold
+
+
+def _folded(text: str) -> str:
+    """`text` with its ASCII letters in lower case (as `_prefilter` keys its literals)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+
+
+def _caseless_beyond_ascii(text: str) -> bool:
+    """Whether every character past ASCII in `text` has no case (CJK, punctuation...)."""
+    return all(c.isascii() or c.lower() == c.upper() for c in text)
 
 
 class HyperscanBackend:
