@@ -219,8 +219,11 @@ def test_ctrl_c(tmp_path: Path) -> None:
 def test_a_log_that_simply_stops(tmp_path: Path) -> None:
     found = assessed(tmp_path, {"train.log": "epoch 1 loss 0.5\nepoch 2 loss 0.4\n"})
     assert found.ending is Ending.UNKNOWN
-    assert found.sign is None
-    assert "simply stops" in found.reason
+    # the last line is cited: nothing after it shows how the run ended
+    assert found.sign is not None and found.sign.line == 2
+    assert found.sign.text == "epoch 2 loss 0.4"
+    assert "stops without showing how the run ended" in found.reason
+    assert "training was in progress" in found.reason
 
 
 def test_a_threads_exception_does_not_end_the_process(tmp_path: Path) -> None:

@@ -186,6 +186,22 @@ class Fact:
         value = str(self.value).lower() if isinstance(self.value, bool) else str(self.value)
         return f"{self.key}={value}"
 
+    def cited(self, note: str | None) -> Evidence:
+        """This fact as a report citation (a symptom no rule names), with `note` saying why it
+        is cited; its `rank` and `host` qualifiers when it has them."""
+        rank = self.attr("rank")
+        host = self.attr("host")
+        return Evidence(
+            path=self.path,
+            line=self.lineno,
+            text=self.text,
+            rule=None,
+            role=Role.SYMPTOM,
+            note=note,
+            rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+            host=str(host) if host is not None else None,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Detection:
@@ -328,9 +344,18 @@ class Ending(StrEnum):
     """A normal finish: final metrics, a completion line, a clean exit 0."""
     STOPPED = "stopped"
     """Stopped from outside, not a failure: a user's Ctrl-C or scancel, a scheduler's time
-    limit or preemption."""
+    limit or preemption; also a job that never started (a pod the scheduler never placed)."""
+    ONGOING = "ongoing"
+    """No ending in view, but the run's log shows it going on well where it ends: past the
+    lines that look alarming (reports it went on from, warnings, NCCL WARNs), at a harmless
+    notice (a warning, a skipped fp16 step, a retry), serving requests, or reporting metrics;
+    and no failure line. Not a failure: the verdict is `none` unless the evidence names one."""
     UNKNOWN = "unknown"
-    """No evidence of an ending either way (a log that simply stops)."""
+    """No evidence of an ending either way. With the run's own log (or its container's state)
+    in the inputs, the log simply stops: a hang or a kill that left no trace looks like this,
+    so the verdict is never `none` (`unknown`, or the cause the evidence names); the sign is
+    the log's last line. With no input telling the run's story (a kernel log, a GPU table),
+    the sign is None and the inputs are judged on what they show."""
 
 
 @dataclass(frozen=True, slots=True)

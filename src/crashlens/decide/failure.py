@@ -25,10 +25,16 @@ as a cause (a root hit), or that prints an error of the CUDA or NCCL catalogs:
    when nothing else died, and no cause-level failure line came before the stop: a SIGTERM,
    a bare `CANCELLED`, a `docker stop` after one is the failure's teardown, and the run
    `DIED` of the failure (`decide/stop_order.py`; an explicit stop that came first stands).
-3. **Otherwise nothing says how it ended** (`UNKNOWN`): a log that simply stops. When the
-   container is still running at the same time (`still_running`), the process is alive but
-   silent: hung, or still working. The policy then counts a failure as possible (a hang is
-   one) and never answers `none`.
+3. **Otherwise no sign says how it ended**, and `decide/unended.py` tells the rest apart:
+   the run going on well where its log ends (`ONGOING`: past every alarming line, or at a
+   harmless notice), or its log simply stops (`UNKNOWN`, its last line cited; or its
+   container still running, silent): a hang or a silent kill looks like that, so the policy
+   counts a failure as possible and never answers `none`.
+
+The wording of a log's last output adds signs of its own (`decide/last_output.py`): a
+program's last words of completion (`Finished training loop.`) or of exiting (a process
+group destroyed at exit) are a finish, counted like a clean exit (only when nothing died);
+a launcher passing SIGHUP or SIGINT on to its workers, or Docker's `stop` event, is a stop.
 
 Each sign says which mechanism it shows; `DEATH_SIGNS` ranks them, so the report names the
 most telling line (an exit code or a signal before the mere shape of the last line).
@@ -41,15 +47,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from crashlens.decide.ignored import why_harmless, without_ignored
-from crashlens.decide.never_started import never_scheduled
-from crashlens.decide.stop_order import FailureFirst, Progress, failure_before_stop
+from crashlens.decide.ignored import without_ignored
+from crashlens.decide.last_output import read_last_output
+from crashlens.decide.stop_order import FailureFirst, Progress, cause_level, failure_before_stop
+from crashlens.decide.unended import ended_process, without_ending
 from crashlens.match.catalogs import load_catalogs
 from crashlens.match.rules import Rule, rule_index, shipped_rules
 from crashlens.model import (
     Assessment,
     Ending,
-    Evidence,
     Fact,
     FactValue,
     Hit,
@@ -120,6 +126,8 @@ MODULE_TEARDOWN = re.compile(
 """What a `__del__` or weakref callback raises when it runs as the interpreter exits: CPython
 tears modules down, so the globals the finalizer uses are already None (the warning under
 `object.__del__` in the data model reference), and imports fail once `sys.meta_path` is gone."""
+LAST_WORDS = frozenset({"said-finished", "said-exiting"})
+"""Finish signs read from the wording of a log's last output (`decide.last_output`)."""
 MAX_HARMLESS = 8
 """Alarming lines listed as harmless, at most (then a count)."""
 
@@ -175,6 +183,10 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     # Python exits the same way after an uncaught exception: with one in view, no finish.
     if any(f.key == "python.exception" and f.attr("teardown") is None for f in facts):
         finishes = [s for s in finishes if s.kind != "exiting"]
+    if any(s.kind in LAST_WORDS for s in finishes) and _failure_in_view(facts, hits, rules):
+        # A bare `done.` or exit chatter is a wrapper's or another process's words once an
+        # uncaught exception or a cause-level failure line is in view.
+        finishes = [s for s in finishes if s.kind not in LAST_WORDS]
     exits = [s for s in finishes if s.kind == "exiting"]
     if exits:
         # A crash after the interpreter began to exit is its teardown (a native destructor):
@@ -198,7 +210,7 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
         more = f" ({others} more death sign{'s' if others != 1 else ''})" if others > 0 else ""
         return Assessment(
             ending=Ending.DIED,
-            sign=_evidence(best.fact, best.says),
+            sign=best.fact.cited(best.says),
             reason=f"The run failed: {best.says}{more}.",
         )
     if stops and (first := _failure_first(stops, hits, facts, kinds, rules)) is not None:
@@ -207,33 +219,12 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
         best = min(stops, key=_position)
         return Assessment(
             ending=Ending.STOPPED,
-            sign=_evidence(best.fact, best.says),
+            sign=best.fact.cited(best.says),
             reason=f"The run was stopped from outside, not by a failure: {best.says}.",
             harmless=tuple(_stop_harmless(_alarms(_alarming(stops), hits), best)),
         )
-    story = any(kinds.get(item.path) in FINISHED_PROCESS_KINDS for item in facts) or any(
-        kind in FINISHED_PROCESS_KINDS for kind in kinds.values()
-    )
-    harmless: list[str] = []
-    if still_running(facts):
-        reason = (
-            "No ending was found: the log simply stops, and the container was still running "
-            "when it was inspected: the process was alive but printed nothing more (hung, or "
-            "still working)."
-        )
-    elif (never := never_scheduled(facts, story)) is not None:
-        return never
-    elif story and (harmless := why_harmless(facts)):
-        reason = (
-            "No finish line or exit status was found, and no death sign: the log's errors are "
-            "reports the process went on from (judged harmless below), so nothing shows that "
-            "the run failed."
-        )
-    elif story:
-        reason = "No ending was found: the log simply stops, with no error, exit status or finish."
-    else:
-        reason = "No ending was found: no input shows how the run ended."
-    return Assessment(ending=Ending.UNKNOWN, sign=None, reason=reason, harmless=tuple(harmless))
+    index = rule_index(rules if rules is not None else shipped_rules())
+    return without_ending(facts, hits, kinds, index.failure)
 
 
 def _failure_first(
@@ -267,6 +258,18 @@ def _progress(facts: Sequence[Fact]) -> dict[str, Progress]:
     }
 
 
+def _failure_in_view(
+    facts: Sequence[Fact], hits: Sequence[Hit], rules: Sequence[Rule] | None
+) -> bool:
+    """Whether an uncaught exception or a cause-level failure line (one the process did not
+    report and go on from) is in the inputs."""
+    if any(f.key == "python.exception" and ended_process(f) for f in facts):
+        return True
+    index = rule_index(rules if rules is not None else shipped_rules())
+    kept = without_ignored(hits, facts)
+    return any(cause_level(h, index.failure, index.knock_on) for h in kept)
+
+
 def _died_before_stop(first: FailureFirst, stops: Sequence[Sign]) -> Assessment:
     cause = first.cause
     stop = next((s for s in stops if s.fact is first.stop), None)
@@ -282,13 +285,6 @@ def _died_before_stop(first: FailureFirst, stops: Sequence[Sign]) -> Assessment:
             "runtime or scheduler ending the processes), not a stop from outside."
         ),
     )
-
-
-def still_running(facts: Sequence[Fact]) -> bool:
-    """Whether a platform's record shows the job's container still running (`State.Status`):
-    with a log that simply stops, the process is alive and silent, so the run had not ended
-    well when the inputs were collected."""
-    return any(f.key == "docker.status" and f.value == "running" for f in facts)
 
 
 def _root_as_last_output(facts: Sequence[Fact], hits: Sequence[Hit]) -> list[Sign]:
@@ -360,6 +356,8 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
             "cut",
             "the last launcher line is cut short, as by a process killed mid-write",
         )
+    elif key == "log.last_line" and kind in FINISHED_PROCESS_KINDS:
+        _last_output_sign(item, add)
     elif key == "slurm.state":
         _slurm_sign(item, add)
     elif key == "slurm.cancelled":
@@ -494,6 +492,20 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
         add(Ending.DIED, "traceback", "the log ends with the program's error message")
 
 
+def _last_output_sign(item: Fact, add: _Add) -> None:
+    """What the wording of a log's last output shows (`decide.last_output`): a finish, an
+    exit in progress, or a stop passed on from outside; its notices are no ending."""
+    wording = read_last_output(item.text, str(item.value))
+    if wording is None:
+        return
+    if wording.kind == "finished":
+        add(Ending.COMPLETED, "said-finished", wording.says)
+    elif wording.kind == "exiting":
+        add(Ending.COMPLETED, "said-exiting", wording.says)
+    elif wording.kind == "stopped":
+        add(Ending.STOPPED, "interrupt", wording.says)
+
+
 def _slurm_sign(item: Fact, add: _Add) -> None:
     state = str(item.value)
     code, signal = item.attr("exit_code"), item.attr("signal")
@@ -615,7 +627,7 @@ def _completed(finishes: Sequence[Sign], alarms: Sequence[Alarm]) -> Assessment:
     listed = harmless[:MAX_HARMLESS] + ([f"... and {more} more such lines."] if more > 0 else [])
     return Assessment(
         ending=Ending.COMPLETED,
-        sign=_evidence(best.fact, best.says),
+        sign=best.fact.cited(best.says),
         reason=f"The run finished normally: {best.says}.",
         harmless=tuple(listed),
     )
@@ -655,18 +667,3 @@ def _place(path: str, lineno: int | None) -> str:
 
 def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _evidence(item: Fact, says: str) -> Evidence:
-    rank = item.attr("rank")
-    host = item.attr("host")
-    return Evidence(
-        path=item.path,
-        line=item.lineno,
-        text=item.text,
-        rule=None,
-        role=Role.SYMPTOM,
-        note=says,
-        rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
-        host=str(host) if host is not None else None,
-    )

@@ -6,9 +6,9 @@ volume). Its containers never ran, so nothing of the run failed, and no category
 taxonomy is its cause; but the report must not say that "no ending was found" either: the
 scheduler's event is the ending, and what to do is to give the pod what it asks for.
 
-The report contract fixes the `ending` values (`died`, `completed`, `stopped`, `unknown`);
-the closest is `stopped` (the run did not fail, something outside it decided), with a reason
-that says the job never started and what to do. Only where no input shows another ending:
+Its ending is `stopped`, which the report contract (`docs/report-contract.md`) documents as
+covering a job that never started: the run did not fail, something outside it decided; the
+reason says the job never started and what to do. Only where no input shows another ending:
 a pod placed later did start (the parsers emit `k8s.unschedulable` only for pods the same
 input never shows scheduled), and a death or a stop elsewhere decides as usual.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crashlens.model import Assessment, Ending, Evidence, Fact, Role
+from crashlens.model import Assessment, Ending, Fact
 
 UNSCHEDULABLE = "k8s.unschedulable"
 MAX_PODS = 3
@@ -67,13 +67,6 @@ def never_scheduled(facts: Sequence[Fact], started: bool) -> Assessment | None:
     says = f"the scheduler could not place {which} (FailedScheduling)"
     return Assessment(
         ending=Ending.STOPPED,
-        sign=Evidence(
-            path=first.path,
-            line=first.lineno,
-            text=first.text,
-            rule=None,
-            role=Role.SYMPTOM,
-            note=says,
-        ),
+        sign=first.cited(says),
         reason=f"{what}. To run it: {todo}, then resubmit.",
     )

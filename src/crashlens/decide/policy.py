@@ -34,8 +34,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from crashlens.decide.explain import apply_explanations
-from crashlens.decide.failure import assess, still_running
+from crashlens.decide.failure import assess
 from crashlens.decide.ignored import without_ignored
+from crashlens.decide.unended import ended_process, unended
 from crashlens.match.rules import Rule, rule_index
 from crashlens.model import (
     Assessment,
@@ -164,17 +165,6 @@ def _failure_exit(facts: Sequence[Fact]) -> bool:
     )
 
 
-def ended_process(item: Fact) -> bool:
-    """Whether a `python.exception` can have ended its process: not one the process reports and
-    goes on from (a thread's, a finalizer's, an `atexit` handler's, one an `except` block
-    printed: its `teardown`), nor a
-    `SystemExit` with status 0 (a clean exit raised as an exception)."""
-    if item.attr("teardown") is not None:
-        return False
-    value = str(item.value)
-    return value not in ("SystemExit", "SystemExit: 0", "SystemExit: None")
-
-
 def _roots_by_category(hits: Sequence[Hit]) -> dict[Category, float]:
     strongest: dict[Category, float] = defaultdict(float)
     for hit in hits:
@@ -275,8 +265,9 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     )
     weak = any(hit.rule_id in failure_rules for hit in hits) or _failure_exit(facts)
     died = assessment.ending is Ending.DIED
-    # A silent log from a container still running: a hang is possible, `none` is not earned.
-    silent = assessment.ending is Ending.UNKNOWN and still_running(facts)
+    # A log that stops with no ending, or a container still running and silent: a hang or a
+    # silent kill is possible, so `none` is not earned (`decide.unended`).
+    silent = unended(assessment)
     failure_seen = strong or (weak and not user_stopped(facts)) or died or silent
     explained = apply_explanations(hits, facts, rules)
     weighed, demoted = _weigh(explained.hits, knock_on, first_rank)

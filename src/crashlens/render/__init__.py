@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from crashlens.model import Cause, Verdict
+from crashlens.model import Cause, Ending, Report, Verdict
 
 
 class Format(StrEnum):
@@ -21,6 +21,26 @@ NO_CAUSE_TEXT: dict[Verdict, str] = {
     Verdict.UNKNOWN: "A failure is visible, but no cause has enough evidence.",
 }
 """The headline of a report whose verdict names no cause (the others lead with their summary)."""
+UNENDED_TEXT = (
+    "The inputs do not show how the run ended (its log simply stops): a failure is possible, "
+    "and no cause has enough evidence."
+)
+"""The headline of an `unknown` verdict on a run whose log stops with no ending in view
+(`decide.unended`): no failure is visible, but nothing shows the run went well either."""
+
+
+def no_cause_text(report: Report) -> str | None:
+    """The headline of a report whose verdict names no cause, or None when it names one."""
+    assessed = report.assessment
+    if (
+        report.verdict is Verdict.UNKNOWN
+        and assessed is not None
+        and assessed.ending is Ending.UNKNOWN
+        and assessed.sign is not None  # the run's log (or container) is in view, and stops
+    ):
+        return UNENDED_TEXT
+    return NO_CAUSE_TEXT.get(report.verdict)
+
 
 NEAR_CERTAIN = 0.95
 """From this confidence up, the verdict's cause reads "near-certain"; below it, "likely" (a

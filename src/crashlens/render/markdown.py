@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crashlens.model import Action, Cause, Evidence, Report, Verdict
-from crashlens.render import NO_CAUSE_TEXT, likelihood
+from crashlens.render import likelihood, no_cause_text
 from crashlens.render.inert import md_cell, md_cell_code, md_code, md_fence, md_text
 
 _FENCE_LANGS = {"shell": "text", "yaml": "yaml", "python": "python", "conf": "ini"}
@@ -78,7 +78,7 @@ def _ending(report: Report) -> list[str]:
 
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured Markdown."""
-    headline = NO_CAUSE_TEXT.get(report.verdict)
+    headline = no_cause_text(report)
     if headline is None and report.causes:
         top = report.causes[0]
         sure = likelihood(top, report.verdict)

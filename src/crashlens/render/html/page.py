@@ -11,7 +11,7 @@ import base64
 import hashlib
 
 from crashlens.model import Action, Cause, Evidence, Report, Verdict
-from crashlens.render import NO_CAUSE_TEXT, likelihood
+from crashlens.render import likelihood, no_cause_text
 from crashlens.render.html.text import esc, short, time_label, where
 from crashlens.render.html.timeline import render_timeline
 
@@ -246,7 +246,7 @@ def _ending(report: Report) -> list[str]:
 
 def render_html(report: Report, *, redacted: bool = False) -> str:
     """The report as one self-contained HTML page."""
-    headline = NO_CAUSE_TEXT.get(report.verdict)
+    headline = no_cause_text(report)
     if headline is None and report.causes:
         top = report.causes[0]
         headline = top.summary

@@ -1,0 +1,180 @@
+"""What a log's last output says about how the run was doing when the log ends.
+
+The parsers keep the last output line of each log (`log.last_line`) and name the endings they
+know (completion lines, exit codes, signals: `decide.failure` reads those). Many programs end
+in wording of their own, and an excerpt ends wherever its author stopped copying; both leave
+no ending the parsers name. This module reads that one line for what it still tells:
+
+* `finished`: the program says it finished (`Finished training loop.`, `finished in 00:03:12`,
+  a bare `done.`, torchelastic's `Done waiting for other agents` after its workers succeeded,
+  the closing summary of nccl-tests). A finish sign, counted only when nothing died.
+* `exiting`: chatter that processes print as they exit (PyTorch's process group destroyed
+  without `destroy_process_group()`, in torch 2.4's wording; multiprocessing's resource
+  tracker finding leaked semaphores at shutdown; a CUDA IPC producer gone before its
+  consumers; NCCL's proxy threads closing connections; TensorFlow skipping a queue's
+  cancelled enqueue as its session closes; Ray shutting down). A finish sign too.
+* `stopped`: a stop from outside: the launcher passing a signal that only comes from outside
+  (SIGHUP: the terminal closed; SIGINT: Ctrl-C) on to its workers; Docker's `stop` event,
+  which the daemon records only when the container was stopped through its API (`docker
+  stop`, a compose `down`).
+* `notice`: a line a program prints and goes on from by design: a warning (its level says
+  so), an fp16 loss-scale overflow that skips a step, a client entering its retry loop, a
+  server that is up or answering requests, a metrics report of the training loop. Not an
+  ending: with nothing failed, the run was going on where the log ends (`Ending.ONGOING`).
+
+Each entry names what it shows as a clause for the report. Nothing here decides: the failure
+detector weighs these against the other signs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PREFIX = r"^(?:\[[^\]\n]{1,60}\]:?[ \t]*)*"
+"""Bracketed prefixes a launcher or logger puts before a message (`[rank0] `, `[1,20]<...>`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """One way of saying something in a last output line."""
+
+    kind: str
+    """`finished`, `exiting`, `stopped` or `notice` (see the module docstring)."""
+    pattern: re.Pattern[str]
+    says: str
+    """What the line shows, as a clause (`the program says it finished`)."""
+
+
+WORDINGS: tuple[Wording, ...] = (
+    # A bare word of completion is how many scripts end (`print("done.")`); a longer line
+    # must say what finished, so that `loading done, starting training` is not one.
+    Wording(
+        "finished",
+        re.compile(_PREFIX + r"(?:all )?(?:done|finished|complete|completed)[.!]?$", re.I),
+        "the program's last words say it finished",
+    ),
+    Wording(
+        "finished",
+        re.compile(
+            r"\b(?:[Ff]inished|[Dd]one) (?:training|in [0-9])|\b[Ff]inished training loop"
+            r"|\b(?:[Tt]raining|[Dd]iagnostics|[Bb]enchmark|[Ee]valuation|[Ii]nference|[Tt]ests?)"
+            r" (?:complete|completed|finished|done|succeeded|passed)\b"
+        ),
+        "the program says it finished",
+    ),
+    # torchelastic's agent, once its worker group SUCCEEDED: the exit barrier's last line.
+    Wording(
+        "finished",
+        re.compile(
+            r"Done waiting for other agents|worker group successfully finished"
+            r"|WorkerState\.SUCCEEDED"
+        ),
+        "torchelastic reports the worker group finished successfully",
+    ),
+    # nccl-tests print their result table, then this summary, only once every size ran.
+    Wording(
+        "finished",
+        re.compile(r"^# (?:Avg bus bandwidth|Out of bounds values) *:"),
+        "the benchmark printed its closing summary (nccl-tests)",
+    ),
+    Wording(
+        "exiting",
+        re.compile(r"process group has NOT been destroyed before it is being destructed"),
+        "PyTorch's process group was destroyed as the program exited",
+    ),
+    Wording(
+        "exiting",
+        # its source line (`warnings.warn('resource_tracker: There appear to be %d '`) too
+        re.compile(r"resource_tracker: There appear to be (?:[0-9]+ leaked|%d)"),
+        "multiprocessing's resource tracker cleaned up at shutdown",
+    ),
+    Wording(
+        "exiting",
+        re.compile(r"Producer process has been terminated before all shared CUDA tensors"),
+        "a process sharing CUDA tensors had exited before its consumers",
+    ),
+    Wording(
+        "exiting",
+        re.compile(r"NCCL INFO \[Service thread\] Connection closed by localRank"),
+        "NCCL's proxy threads were closing as the ranks destroyed their communicators",
+    ),
+    Wording(
+        "exiting",
+        re.compile(r"Skipping cancelled (?:enqueue|dequeue) attempt with queue not closed"),
+        "TensorFlow cancelled a queue operation as its session closed",
+    ),
+    Wording(
+        "exiting",
+        re.compile(r"Ray shutdown complete"),
+        "Ray shut down",
+    ),
+    # torchelastic forwards the signal its agent received to the workers; SIGTERM is also how
+    # it ends the others after one failed, SIGHUP and SIGINT only come from outside.
+    Wording(
+        "stopped",
+        re.compile(r"Sending process [0-9]+ closing signal (?:SIGHUP|SIGINT)\b"),
+        "the launcher was passing a stop signal from outside (SIGHUP, SIGINT) to its workers",
+    ),
+    Wording(
+        "stopped",
+        re.compile(r"\bcontainer stop [0-9a-f]{12,64}\b"),
+        "Docker recorded the container stopped through its API (`docker stop`)",
+    ),
+    Wording(
+        "notice",
+        re.compile(
+            r"OVERFLOW! Rank [0-9]+ Skipping step|[Gg]radient overflow\.? +Skipping step"
+            r"|Skipping step, loss scaler"
+        ),
+        "an fp16 loss-scale overflow skipped a step, which the loss scaler does by design",
+    ),
+    Wording(
+        "notice",
+        re.compile(r"entering retry loop"),
+        "a client was retrying, which it does without stopping the run",
+    ),
+    Wording(
+        "notice",
+        re.compile(
+            r"Uvicorn running on|Application startup complete|Started server process"
+            r"|\"(?:GET|POST|PUT|DELETE) [^\"\n]*\" (?:200|201|204)\b"
+        ),
+        "a server was up and answering",
+    ),
+    # HF Trainer and Keras-style loggers print each logging step's figures as a mapping.
+    Wording(
+        "notice",
+        re.compile(r"^\{'[A-Za-z_/]+': -?[0-9][^,{}]*(?:, '[A-Za-z_/]+': -?[0-9][^,{}]*){2,}\}$"),
+        "the training loop was reporting its metrics",
+    ),
+    # A warning's level says the program goes on: glog/c10 `[W`, `W0515`, TensorFlow's
+    # `W tensorflow/`, logging's WARNING, Python's `...Warning:` categories; and the source
+    # line Python's warnings module prints under a warning, indented by two spaces (a
+    # traceback indents its source lines by four).
+    Wording(
+        "notice",
+        re.compile(
+            r"\[W(?:[0-9]{4} [0-9:.]+ | )[A-Za-z0-9_]+\.(?:cpp|cc|h|hpp):[0-9]+\]"
+            r"|^W[0-9]{4} |\bW tensorflow/|^WARNING\b|^[A-Za-z.]*Warning: "
+            r"|^[^ \n]+:[0-9]+: [A-Za-z]*Warning: |\bwarnings\.warn\("
+        ),
+        "the program logged a warning, which it goes on from",
+    ),
+)
+"""What a last output line may say, the most telling first."""
+
+SOURCE_LINE = re.compile(r"^  (?! )(?!File \")\S")
+"""The source line `warnings.formatwarning` prints under a warning: two spaces, then code."""
+WARNING_SAYS = "the program logged a warning (its source line ends the log), which it goes on from"
+
+
+def read_last_output(raw: str, text: str) -> Wording | None:
+    """What a log's last output line says (its raw line and its message), or None."""
+    for line in (text, raw):
+        for wording in WORDINGS:
+            if wording.pattern.search(line):
+                return wording
+    if SOURCE_LINE.search(raw):
+        return Wording("notice", SOURCE_LINE, WARNING_SAYS)
+    return None

@@ -1,0 +1,256 @@
+"""The third outcome: inputs that show neither a death, nor a finish, nor a stop.
+
+A run's log that simply stops is no evidence that the run went well: a hang (a collective
+waiting forever, a stuck data loader, a network mount that stalls) and a kill that left no
+trace in the log (the OOM killer, a node lost, `kill -9`) both look like this. So, when the
+failure detector finds no ending, this module tells apart:
+
+1. **The container is still running** (`still_running`): the process is alive and silent.
+   `unknown`, citing the container's state: hung, or still working.
+2. **A pod never scheduled**: `stopped` (`decide.never_started`).
+3. **No input tells the run's story** (only records of a node: a kernel log, a GPU table):
+   `unknown` with no sign; the inputs are judged on what they show (`none` when nothing in
+   them failed), since nothing is known of the run's end, not even that its log stopped.
+4. **The run was going on well where its log ends** (`ongoing`): no failure line and no
+   uncaught exception, and each of the run's logs either ends at a line the program prints and
+   goes on from (`decide.last_output`: a warning, a skipped fp16 step, a retry, a server
+   answering, a metrics report), or goes on past every line of it that looks alarming (a
+   context rule's line, an NCCL WARN, an exception the process reported and went on from).
+   That is what an excerpt of scary-but-harmless lines looks like: the report lists each line
+   and why it is harmless, and the verdict is `none`.
+5. **Otherwise the log stops** (`unknown`, citing its last line): the verdict is never `none`
+   (`policy` counts a failure as possible: `unended`); the reason says what the end looks
+   like (training in progress or not yet started) and what to collect to learn how it ended:
+   the scheduler's record, the kernel log of the nodes, the container's state.
+
+A log with nothing alarming in it and no ending is such a stop, however ordinary its last
+line: it has nothing harmless for an excerpt to be about, and its end is exactly where a silent
+hang or a silent kill leaves a log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_ignored
+from crashlens.decide.last_output import read_last_output
+from crashlens.decide.never_started import never_scheduled
+from crashlens.model import Assessment, Ending, Fact, Hit, InputKind
+
+STORY_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
+"""Inputs that tell the run's own story line by line (its logs)."""
+MAX_LISTED = 8
+"""Alarming lines listed as harmless, at most (then a count)."""
+CLEAN_EXITS = frozenset({"SystemExit", "SystemExit: 0", "SystemExit: None"})
+COLLECT = (
+    "collect the scheduler's record of the job's end (`sacct -j <job> "
+    "--format=JobID,State,ExitCode,Reason`, or `kubectl describe pod <pod>` for its last "
+    "state), the kernel log of its nodes from that time (`dmesg -T`: an OOM kill, a GPU or "
+    "NIC fault) and the container's state (`docker inspect <container>`: State, OOMKilled, "
+    "ExitCode)"
+)
+"""What to collect to learn how a run whose log stops ended."""
+
+
+@dataclass(frozen=True, slots=True)
+class Alarm:
+    """A line of a run's log that looks alarming and named no failure."""
+
+    path: str
+    lineno: int
+    says: str
+
+
+def still_running(facts: Sequence[Fact]) -> bool:
+    """Whether a platform's record shows the job's container still running (`State.Status`):
+    with a log that simply stops, the process is alive and silent, so the run had not ended
+    well when the inputs were collected."""
+    return any(f.key == "docker.status" and f.value == "running" for f in facts)
+
+
+def unended(assessment: Assessment) -> bool:
+    """Whether an assessment is the stop of outcome 1 or 5 (the run's log or its container
+    shows no ending, and the inputs hold them): a failure is possible, `none` is not earned."""
+    return assessment.ending is Ending.UNKNOWN and assessment.sign is not None
+
+
+def without_ending(
+    facts: Sequence[Fact],
+    hits: Sequence[Hit],
+    kinds: Mapping[str, InputKind | None],
+    failure_rules: frozenset[str],
+) -> Assessment:
+    """The assessment of inputs in which the failure detector found no ending (see the
+    module docstring for the five outcomes)."""
+    story = any(kinds.get(item.path) in STORY_KINDS for item in facts) or any(
+        kind in STORY_KINDS for kind in kinds.values()
+    )
+    lasts = _last_lines(facts, kinds)
+    if still_running(facts):
+        state = next(f for f in facts if f.key == "docker.status" and f.value == "running")
+        return Assessment(
+            ending=Ending.UNKNOWN,
+            sign=state.cited("the container was still running when it was inspected"),
+            reason=(
+                "No ending was found: the log simply stops, and the container was still "
+                "running when it was inspected: the process was alive but printed nothing "
+                "more (hung, or still working)."
+            ),
+        )
+    if (never := never_scheduled(facts, story)) is not None:
+        return never
+    if not lasts:
+        what = "no input shows how the run ended" if not story else "the run's log is empty"
+        return Assessment(ending=Ending.UNKNOWN, sign=None, reason=f"No ending was found: {what}.")
+    if not _failed(facts, hits, failure_rules):
+        going = _ongoing(facts, hits, lasts)
+        if going is not None:
+            return going
+    return _stops(facts, lasts)
+
+
+def _last_lines(facts: Sequence[Fact], kinds: Mapping[str, InputKind | None]) -> list[Fact]:
+    """The last output line of each of the run's logs, the launcher's first, then by path."""
+    found = [
+        f
+        for f in facts
+        if f.key == "log.last_line" and f.lineno is not None and kinds.get(f.path) in STORY_KINDS
+    ]
+    return sorted(found, key=lambda f: (kinds.get(f.path) is not InputKind.LAUNCHER, f.path))
+
+
+def _failed(facts: Sequence[Fact], hits: Sequence[Hit], failure_rules: frozenset[str]) -> bool:
+    """Whether anything shows a failure: a failure rule's line (not one the process reported
+    and went on from), or an exception that may have ended its process."""
+    kept = without_ignored(hits, facts)
+    if any(hit.rule_id in failure_rules and not hit.against for hit in kept):
+        return True
+    return any(item.key == "python.exception" and ended_process(item) for item in facts)
+
+
+def ended_process(item: Fact) -> bool:
+    """Whether a `python.exception` can have ended its process: not one the process reports
+    and goes on from (a thread's, a finalizer's, an `atexit` handler's, one an `except` block
+    printed: its `teardown`), nor a `SystemExit` with status 0 (a clean exit raised as an
+    exception)."""
+    return item.attr("teardown") is None and str(item.value) not in CLEAN_EXITS
+
+
+def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm]:
+    """The lines of one log that look alarming: a rule's line, an NCCL WARN, an exception
+    the process reported and went on from; once per line, in order."""
+    found = [
+        Alarm(h.path, h.lineno, f"`{_short(h.text.strip())}` ({h.rule_id})")
+        for h in hits
+        if h.path == path and h.lineno is not None and not h.against
+    ]
+    found += [
+        Alarm(f.path, f.lineno, f"NCCL WARN `{_short(str(f.value))}`")
+        for f in facts
+        if f.path == path and f.key == "nccl.warn" and f.lineno is not None
+    ]
+    found += [
+        Alarm(f.path, f.lineno, f"`{_short(str(f.value))}`")
+        for f in facts
+        if f.path == path
+        and f.key == "python.exception"
+        and f.lineno is not None
+        and f.attr("teardown") in IGNORED_REPORTS
+    ]
+    kept: dict[int, Alarm] = {}
+    for alarm in found:
+        kept.setdefault(alarm.lineno, alarm)
+    return [kept[line] for line in sorted(kept)]
+
+
+def _ongoing(
+    facts: Sequence[Fact], hits: Sequence[Hit], lasts: Sequence[Fact]
+) -> Assessment | None:
+    """`ongoing` when every log of the run ends going on well (outcome 4), else None."""
+    reports = why_harmless(facts)
+    reported = {
+        (f.path, f.lineno)
+        for f in facts
+        if f.key == "python.exception" and f.attr("teardown") in IGNORED_REPORTS
+    }
+    shown: list[tuple[Fact, str]] = []
+    harmless: list[str] = []
+    for last in lasts:
+        line = last.lineno or 0
+        alarms = _alarms(facts, hits, last.path)
+        wording = read_last_output(last.text, str(last.value))
+        if wording is not None and wording.kind == "notice":
+            says = f"its last line shows it going on: {wording.says}"
+        elif reports and all((a.path, a.lineno) in reported for a in alarms):
+            says = "its errors are reports the process went on from"
+        elif alarms and max(a.lineno for a in alarms) < line:
+            says = f"it went on past the lines that look alarming, to line {line}"
+        else:
+            return None
+        shown.append((last, says))
+        harmless += [
+            f"{a.path}:{a.lineno}: {a.says}; the run went on after it (its log goes on to line "
+            f"{line}), and no failure line follows."
+            for a in alarms
+            if a.lineno < line
+        ]
+    first, says = shown[0]
+    listed = reports or harmless
+    more = len(listed) - MAX_LISTED
+    listed = listed[:MAX_LISTED] + ([f"... and {more} more such lines."] if more > 0 else [])
+    return Assessment(
+        ending=Ending.ONGOING,
+        sign=first.cited(says),
+        reason=(
+            "No finish line or exit status was found, and nothing failed: the run was going on "
+            f"where its log ends ({says}), as in an excerpt of lines that look alarming but "
+            "are harmless (judged below)."
+        ),
+        harmless=tuple(listed),
+    )
+
+
+def _stops(facts: Sequence[Fact], lasts: Sequence[Fact]) -> Assessment:
+    """`unknown`: the log stops (outcome 5), its last line cited."""
+    last = lasts[0]
+    place = f"{last.path}:{last.lineno}"
+    others = len(lasts) - 1
+    also = f" (and {others} more of the run's logs)" if others > 0 else ""
+    return Assessment(
+        ending=Ending.UNKNOWN,
+        sign=last.cited("the last line of the log: nothing after it shows how the run ended"),
+        reason=(
+            f"The log stops without showing how the run ended: no exit status, death sign or "
+            f"finish follows its last line ({place}{also}), {_progress(facts, last)}. A hang, "
+            f"or a kill that left no trace in the log, looks like this: {COLLECT}."
+        ),
+    )
+
+
+def _progress(facts: Sequence[Fact], last: Fact) -> str:
+    """Whether training was in progress where the log stops, as a clause."""
+    marks = [
+        f.lineno
+        for f in facts
+        if f.path == last.path and f.key == "log.progress_mark" and f.lineno is not None
+    ]
+    first = next((f.lineno for f in facts if f.path == last.path and f.key == "log.progress"), None)
+    if marks:
+        return (
+            f"while training was in progress (its last lines report training progress, the "
+            f"last at line {max(marks)})"
+        )
+    if first is not None:
+        return (
+            f"after training had started (its first progress at line {first}), with no "
+            "training progress among its last lines"
+        )
+    return (
+        "before any training progress shows (while setting up: rendezvous, NCCL "
+        "initialisation, data loading)"
+    )
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
