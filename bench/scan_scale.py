@@ -81,15 +81,29 @@ def _rss_kib() -> tuple[int, int]:
     return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
 
 
-def _cpu_s() -> tuple[float, float]:
-    """(this process's, its reaped children's) CPU seconds, user plus system. Pool and Dask
-    worker processes are children of the driver (a LocalCluster's nannies run in it), reaped
-    when the engine stops: CPU time, unlike wall time, holds on a machine others share."""
+def _own_cpu_s() -> float:
     import resource
 
     own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
+
+
+def _cpu_s(spec: dict[str, Any] | None = None) -> tuple[float, float]:
+    """(this process's, its workers') CPU seconds, user plus system. Pool and LocalCluster
+    worker processes are children of the driver (a LocalCluster's nannies run in it), reaped
+    when the engine stops; a running cluster's workers (`dask-cluster`) are asked for their
+    own (its scheduler's CPU is not counted). CPU time, unlike wall time, holds on a machine
+    others share."""
+    import resource
+
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+    workers = kids.ru_utime + kids.ru_stime
+    if spec is not None and spec.get("engine") == "dask-cluster":
+        import distributed
+
+        with distributed.Client(scheduler_file=spec["scheduler_file"], timeout=60) as client:
+            workers = sum(client.run(_own_cpu_s).values())
+    return _own_cpu_s(), workers
 
 
 class _Sampler:
@@ -142,11 +156,11 @@ def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
         stop = threading.Timer(spec["limit_s"], os.kill, (os.getpid(), signal.SIGINT))
         stop.daemon = True
         stop.start()
-    cpu_before = _cpu_s()
+    cpu_before = _cpu_s(spec)
     started = time.perf_counter()
     outcome = scan_archive(options, sampler)
     wall = time.perf_counter() - started
-    cpu_after = _cpu_s()
+    cpu_after = _cpu_s(spec)
     current, peak = _rss_kib()
     sampler.rss["done"], sampler.rss["peak"] = current, peak
     summary = outcome.summary
@@ -196,7 +210,7 @@ def _child_noop(spec: dict[str, Any]) -> dict[str, Any]:
     jobs = (
         JobSpec(f"noop/{n:08d}", "unreadable", (), (), reason="no-op") for n in range(spec["jobs"])
     )
-    cpu_before = _cpu_s()
+    cpu_before = _cpu_s(spec)
     started = time.perf_counter()
     first = last = started
     count = 0
@@ -205,7 +219,7 @@ def _child_noop(spec: dict[str, Any]) -> dict[str, Any]:
         if count == 0:
             first = last
         count += 1
-    cpu_after = _cpu_s()
+    cpu_after = _cpu_s(spec)
     return {
         "jobs": count,
         "driver_cpu_s": cpu_after[0] - cpu_before[0],

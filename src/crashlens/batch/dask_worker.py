@@ -19,6 +19,7 @@ crashlens.batch.dask_worker` loads the library of the worker's CRASHLENS_RULES a
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 from typing import Any
 
@@ -68,6 +69,11 @@ def warm(backend: str, site: SiteFiles) -> str:
         with carrying(site):
             prepare(backend)
         _PREPARED.add((backend, key))
+        # The library, the database and Dask's own modules live as long as the worker: out
+        # of the garbage collector's sight, its full collections walk only what the analysis
+        # allocates (about a quarter less CPU per job in a Dask worker, bench/scan_scale.py).
+        gc.collect()
+        gc.freeze()
     return key
 
 

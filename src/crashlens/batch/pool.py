@@ -13,6 +13,7 @@ Ctrl-C stops the workers and keeps every row finished so far.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import multiprocessing
 import signal
@@ -57,6 +58,10 @@ def _init_worker(root: str, backend: str) -> None:
     _ROOT, _BACKEND = root, backend
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     prepare(backend)  # a no-op after fork: inherited from the parent
+    # Everything inherited lives as long as the worker: out of the garbage collector's sight,
+    # its full collections walk only what the analysis allocates (a fifth less CPU per job,
+    # bench/scan_scale.py), and they no longer write to the pages shared with the parent.
+    gc.freeze()
 
 
 def _analyze(job: JobSpec) -> JobRow:
