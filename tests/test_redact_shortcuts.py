@@ -131,3 +131,25 @@ def test_versions_are_kept_and_addresses_replaced_each_time() -> None:
     for _ in range(2):
         assert redactor.text("cuDNN 8.9.2.26 loaded") == "cuDNN 8.9.2.26 loaded"
         assert "10.1.2.3" not in redactor.text("MASTER_ADDR=10.1.2.3")
+
+
+def test_addresses_are_told_from_other_text_as_ipaddress_tells_them() -> None:
+    """`is_ip` answers text holding a character no address is written with at once: the
+    same answer `ipaddress` gives, on addresses, near-addresses and host names."""
+    rng = random.Random(5)
+    alphabet = "0123456789abcdefABCDEF.:%gxz-_ \u0660\uff11"
+    texts = [*_runs(11, 3_000), "10.0.0.1", "fe80::1%ib0", "::", "", "node-07", "1.2.3.4 "]
+    texts += [run.upper() for run in _runs(13, 2_000)]  # `FE80::1`: ipaddress takes it
+    texts += [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 20))) for _ in range(5_000)
+    ]
+    texts += [
+        f"{a}.{b}.{c}.{d}" for a, b, c, d in (rng.choices(range(300), k=4) for _ in range(2_000))
+    ]
+    for text in texts:
+        try:
+            ipaddress.ip_address(text.split("%", 1)[0])
+            expected = True
+        except ValueError:
+            expected = False
+        assert p.is_ip(text) is expected, text

@@ -223,10 +223,16 @@ one with `ipaddress` costs more than the regex that found it."""
 _ADDRESS_LENGTH = 64
 """Longer text is no address (45 characters at most): answered without being remembered."""
 _MAX_ADDRESSES = 65536
+_ADDRESS_CHARACTERS = frozenset("0123456789abcdefABCDEF.:")
+"""All an address without its zone is written with (`ipaddress` takes decimal octets and
+hexadecimal groups): a text with any other character, a host name most often, is none, and
+is answered without `ipaddress` raising its error (the dearest part of learning a new host)."""
 
 
 def _address(text: str) -> str | None:
     """`text` as `ipaddress` writes it, or None when it is no address."""
+    if not _ADDRESS_CHARACTERS.issuperset(text):
+        return None
     if text in _ADDRESSES:
         return _ADDRESSES[text]
     try:
