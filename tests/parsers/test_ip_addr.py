@@ -112,3 +112,19 @@ def test_launcher_lines_give_the_socket_interface_settings() -> None:
         ("eth", "NCCL_SOCKET_IFNAME", "node-01", "nccl"),
         ("bond0", "GLOO_SOCKET_IFNAME", None, "command"),
     ]
+
+
+def test_a_log_that_quotes_a_listing_at_its_top_stays_a_log() -> None:
+    # a debugging session pastes `ip addr` and then runs the job: the NCCL lines must still
+    # be read by the log rules, so the file is launcher output, not a listing
+    listing = sample_text("ip_addr/ip_addr_show_bond_bridge_veth_REPRO.txt")
+    log = "".join(
+        f"node-01:881:881 [0] NCCL INFO Channel {i:02d}/02 :    0   1\n" for i in range(30)
+    )
+    text = (
+        listing
+        + log
+        + "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:260, unhandled system error\n"
+    )
+    assert PARSER.sniff(text) == 0.0
+    assert detect(text, "debug.txt").kind is InputKind.LAUNCHER

@@ -69,6 +69,27 @@ _SNIFF_BRIEF = re.compile(
 )
 
 
+LISTING_SHARE = 0.6
+"""Share of the head's first lines a listing must fill (headers, rows, prompts, their indented
+detail lines) for the input to be a listing rather than a log that quotes one."""
+SNIFF_LINES = 200
+_LISTING_LINES = (_PROMPT, _BARE_COMMAND, _IP_HEADER, _IFCONFIG_HEADER, _OLD_HEADER, _BRIEF)
+
+
+def _listing_share(head: str) -> float:
+    """The share of the head's first non-blank lines that belong to interface listings."""
+    total = listed = 0
+    for raw in head.split("\n", SNIFF_LINES)[:SNIFF_LINES]:
+        text = raw.rstrip("\r")
+        if not text.strip():
+            continue
+        total += 1
+        listed += text[0] in " \t" or any(
+            pattern.match(text) is not None for pattern in _LISTING_LINES
+        )
+    return listed / total if total else 0.0
+
+
 @dataclass(slots=True)
 class _Iface:
     name: str
@@ -176,11 +197,14 @@ class IpAddrParser(DocumentParser):
     @staticmethod
     def sniff(head: str) -> float:
         if ("mtu" in head or "Link encap:" in head) and _SNIFF_STRONG.search(head) is not None:
-            return 0.9
-        rows = len(_SNIFF_BRIEF.findall(head, 0, 16384))
-        if rows >= 2:
-            return 0.7
-        return 0.0
+            score = 0.9
+        elif len(_SNIFF_BRIEF.findall(head, 0, 16384)) >= 2:
+            score = 0.7
+        else:
+            return 0.0
+        # A listing pasted at the top of a job's log is still that log: it must be read line by
+        # line by the log rules, so the listing has to be most of what the head holds.
+        return score if _listing_share(head) >= LISTING_SHARE else 0.0
 
     def parse(self, text: str, path: str) -> DocumentResult:
         reader = _Reader(path)
