@@ -15,6 +15,8 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 S3_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -110,3 +112,33 @@ def dask_cluster(
                 process.kill()
                 process.wait()
         logs.close()
+
+
+# Fixtures the scan tests share, once per test session: a module that uses them names this
+# one in `pytest_plugins` (a conftest.py here would shadow the `conftest` module that tests
+# elsewhere import their sample paths from).
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server: its endpoint (`http://127.0.0.1:PORT`)."""
+    if not os.path.exists(MOTO_SERVER):
+        pytest.skip("moto[server] is not installed")
+    with moto_s3() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """`dask scheduler` and `dask worker` (2 processes of one thread under nannies) as
+    subprocesses (`dask_cluster`); yields the scheduler file. The workers' environment names
+    moto's S3 store when moto is installed, as a site's workers find theirs."""
+    pytest.importorskip("distributed")
+    environment: dict[str, str] = {}
+    if os.path.exists(MOTO_SERVER):
+        endpoint = request.getfixturevalue("s3_endpoint")
+        environment = {**S3_ENVIRONMENT, "AWS_ENDPOINT_URL": endpoint}
+    with dask_cluster(tmp_path_factory.mktemp("dask"), environment) as scheduler_file:
+        yield scheduler_file

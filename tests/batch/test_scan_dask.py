@@ -23,6 +23,8 @@ from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
 from crashlens.cli import app
 
+pytest_plugins = ("service_helpers",)  # the shared Dask and S3 fixtures
+
 distributed = pytest.importorskip("distributed")
 
 RUNNER = CliRunner()

@@ -21,6 +21,8 @@ from crashlens.batch.jobs import discover_jobs
 from crashlens.batch.session import ScanOptions, scan_archive
 from crashlens.batch.task_sizing import TaskSize
 
+pytest_plugins = ("service_helpers",)  # the shared Dask and S3 fixtures
+
 distributed = pytest.importorskip("distributed")
 s3fs = pytest.importorskip("s3fs")
 

@@ -27,6 +27,8 @@ from crashlens.batch.jobs import iter_jobs
 from crashlens.batch.remote import is_url, url_text
 from crashlens.batch.session import ScanOptions, scan_archive
 
+pytest_plugins = ("service_helpers",)  # the shared Dask and S3 fixtures
+
 s3fs = pytest.importorskip("s3fs")
 BUCKET = "crash-archive"
 VOLATILE = ("seconds", "job_mtime")
