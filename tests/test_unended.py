@@ -71,6 +71,13 @@ def test_a_log_that_stops_in_setup_is_never_none(tmp_path: Path, text: str, mode
     assert "sacct" in reason and "dmesg" in reason and "docker inspect" in reason
 
 
+def test_a_failure_line_keeps_the_usual_headline(tmp_path: Path) -> None:
+    text = TRAINING_THEN_SILENCE + "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    report = _report(tmp_path, {"train.log": text + "step 40 loss 2.01\n"})
+    assert report.verdict is Verdict.UNKNOWN and report.causes
+    assert UNENDED_TEXT not in render_markdown(report)
+
+
 def test_a_log_that_stops_mid_training_says_so(tmp_path: Path) -> None:
     report = _report(tmp_path, {"train.log": TRAINING_THEN_SILENCE})
     assert report.verdict is Verdict.UNKNOWN and report.assessment is not None

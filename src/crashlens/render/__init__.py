@@ -34,6 +34,7 @@ def no_cause_text(report: Report) -> str | None:
     assessed = report.assessment
     if (
         report.verdict is Verdict.UNKNOWN
+        and not report.causes  # no failure line in view either: only the missing ending
         and assessed is not None
         and assessed.ending is Ending.UNKNOWN
         and assessed.sign is not None  # the run's log (or container) is in view, and stops
