@@ -101,7 +101,10 @@ def test_sigint_stops_the_workers_keeps_the_rows_and_the_next_run_resumes(
     stopped = json.loads(stdout)
     scanned = stopped["jobs"]["scanned"]
     assert stopped["interrupted"] is True and 0 < scanned < JOBS
-    assert stopped["jobs_not_scanned"] == JOBS - scanned
+    # The count of the rest stops after COUNT_AFTER_STOP_S (a loaded machine lists slowly).
+    counted = stopped["jobs_found"]
+    assert counted == JOBS or (stopped["listing_cut_short"] and scanned < counted < JOBS)
+    assert stopped["jobs_not_scanned"] == counted - scanned
     assert pl.read_parquet(out / "jobs.parquet").height == scanned
     resumed = _scan(root, out)
     stdout, stderr = resumed.communicate(timeout=900)
