@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from crashlens.decide.ignored import without_ignored
-from crashlens.decide.last_output import read_last_output
+from crashlens.decide.last_output import read_last_record
 from crashlens.decide.stop_order import FailureFirst, Progress, cause_level, failure_before_stop
 from crashlens.decide.unended import ended_process, without_ending
 from crashlens.match.catalogs import load_catalogs
@@ -495,7 +495,7 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
 def _last_output_sign(item: Fact, add: _Add) -> None:
     """What the wording of a log's last output shows (`decide.last_output`): a finish, an
     exit in progress, or a stop passed on from outside; its notices are no ending."""
-    wording = read_last_output(item.text, str(item.value))
+    wording = read_last_record(item)
     if wording is None:
         return
     if wording.kind == "finished":

@@ -9,7 +9,7 @@ no ending the parsers name. This module reads that one line for what it still te
   a bare `done.`, torchelastic's `Done waiting for other agents` after its workers succeeded,
   the closing summary of nccl-tests). A finish sign, counted only when nothing died.
 * `exiting`: chatter that processes print as they exit (PyTorch's process group destroyed
-  without `destroy_process_group()`, in torch 2.4's wording; multiprocessing's resource
+  without `destroy_process_group()`, in torch 2.4's and 2.5's wordings; multiprocessing's resource
   tracker finding leaked semaphores at shutdown; a CUDA IPC producer gone before its
   consumers; NCCL's proxy threads closing connections; TensorFlow skipping a queue's
   cancelled enqueue as its session closes; Ray shutting down). A finish sign too.
@@ -29,7 +29,9 @@ detector weighs these against the other signs.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from crashlens.model import Fact
 
 _PREFIX = r"^(?:\[[^\]\n]{1,60}\]:?[ \t]*)*"
 """Bracketed prefixes a launcher or logger puts before a message (`[rank0] `, `[1,20]<...>`)."""
@@ -81,6 +83,12 @@ WORDINGS: tuple[Wording, ...] = (
     Wording(
         "exiting",
         re.compile(r"process group has NOT been destroyed before it is being destructed"),
+        "PyTorch's process group was destroyed as the program exited",
+    ),
+    # torch 2.5 on: the same, said by ProcessGroupNCCL's destructor as a warning.
+    Wording(
+        "exiting",
+        re.compile(r"destroy_process_group\(\) was not called before(?: program exit|$)"),
         "PyTorch's process group was destroyed as the program exited",
     ),
     Wording(
@@ -157,6 +165,8 @@ WORDINGS: tuple[Wording, ...] = (
         re.compile(
             r"\[W(?:[0-9]{4} [0-9:.]+ | )[A-Za-z0-9_]+\.(?:cpp|cc|h|hpp):[0-9]+\]"
             r"|^W[0-9]{4} |\bW tensorflow/|^WARNING\b|^[A-Za-z.]*Warning: "
+            # a logging record's level field: `mod:35 WARNING -> `, ` - WARNING - `, `[WARN]`
+            r"|(?:^|[ \t|\[])WARN(?:ING)?(?:[ \t]*(?:->|[:|\]])|[ \t]+-[ \t])"
             r"|^[^ \n]+:[0-9]+: [A-Za-z]*Warning: |\bwarnings\.warn\("
         ),
         "the program logged a warning, which it goes on from",
@@ -167,6 +177,28 @@ WORDINGS: tuple[Wording, ...] = (
 SOURCE_LINE = re.compile(r"^  (?! )(?!File \")\S")
 """The source line `warnings.formatwarning` prints under a warning: two spaces, then code."""
 WARNING_SAYS = "the program logged a warning (its source line ends the log), which it goes on from"
+
+
+LEAD_PLACES = {
+    "wrapped": "said by the line its last line continues",
+    "thread": "said by the line before a thread's report cut off at its header",
+}
+"""Where a lead's wording was read, as a clause (`lead_kind`)."""
+
+
+def read_last_record(item: Fact) -> Wording | None:
+    """What a log's last record says (`log.last_line`): its last line's wording, else, when
+    that line is no record of its own (`lead_kind`: a wrapped continuation, a thread's report
+    cut off at its header), the wording of the line that leads it (`lead`)."""
+    wording = read_last_output(item.text, str(item.value))
+    lead = item.attr("lead")
+    if wording is not None or lead is None:
+        return wording
+    led = read_last_output(str(lead), str(lead))
+    if led is None:
+        return None
+    where = LEAD_PLACES.get(str(item.attr("lead_kind")), "the line that leads its last line")
+    return replace(led, says=f"{led.says} ({where})")
 
 
 def read_last_output(raw: str, text: str) -> Wording | None:

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_ignored
-from crashlens.decide.last_output import read_last_output
+from crashlens.decide.last_output import read_last_record
 from crashlens.decide.never_started import never_scheduled
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind
 
@@ -179,7 +179,7 @@ def _ongoing(
     for last in lasts:
         line = last.lineno or 0
         alarms = _alarms(facts, hits, last.path)
-        wording = read_last_output(last.text, str(last.value))
+        wording = read_last_record(last)
         if wording is not None and wording.kind == "notice":
             says = f"its last line shows it going on: {wording.says}"
         elif reports and all((a.path, a.lineno) in reported for a in alarms):

@@ -4,7 +4,10 @@ Fact keys:
 
 * `log.last_line`: str the last non-blank output (its last `\\r` redraw, <= 300 chars);
   attrs `terminated` (a newline follows it), `cut` (True when no newline follows and a
-  bracket, parenthesis or quote it opened is still open: the writer stopped mid-record).
+  bracket, parenthesis or quote it opened is still open: the writer stopped mid-record);
+  `lead` (the line that starts the log's last record when the last line is not a record of
+  its own: the line above a wrapped continuation, or the line before a thread's report cut
+  off at its header) and `lead_kind` (`wrapped` or `thread`).
 * `log.ends_with`: str what that output is: `traceback` (the exception line that closes a
   Python traceback, perhaps followed by its message's continuation lines; a chained
   traceback cut off at its separator; a Lua `stack traceback:`), `exception` (an exception
@@ -156,6 +159,7 @@ def ending_facts(path: str, tail: Sequence[Line], terminated: bool) -> list[Fact
             text=line.raw,
             terminated=terminated or not is_last,
             cut=cut,
+            **_lead([t for _, t in shown], [ln.raw for ln, _ in shown]),
         )
     ]
     texts = [t for _, t in shown]
@@ -175,6 +179,34 @@ def ending_facts(path: str, tail: Sequence[Line], terminated: bool) -> list[Fact
             )
         )
     return facts
+
+
+WRAPPED = re.compile(r"^(?:[a-z]+[ ,]|\((?!\)))")
+"""A line that may continue the sentence above it (a message wrapped by the terminal or by its
+writer): it starts with a word in lower case or with an opening parenthesis."""
+WRAPPED_ABOVE = re.compile(r"^.{60,}[^.!?:;)\]}>\s]$")
+"""A line that a wrap cut mid-sentence: long, and not ending as a sentence or a record does."""
+THREAD_REPORT_REST = re.compile(r"Traceback \(most recent call last\):|^[ \t]*File \"|^    ")
+"""What follows `Exception in thread <name>:` before the exception line: the header, frames
+and their source lines."""
+
+
+def _lead(texts: Sequence[str], raws: Sequence[str]) -> dict[str, str]:
+    """`lead` and `lead_kind` for a log whose last line is not a record of its own (see the
+    module docstring), or nothing. `texts`: the shown lines, `raws`: the same, unstripped."""
+    last = len(texts) - 1
+    if last < 1:
+        return {}
+    if WRAPPED.search(raws[last]) and WRAPPED_ABOVE.search(raws[last - 1].rstrip()):
+        return {"lead": texts[last - 1][:EXCEPTION_CHARS], "lead_kind": "wrapped"}
+    for index in range(last, max(last - 2 * MAX_CONTINUATION, 0) - 1, -1):
+        if THREAD_EXCEPTION.search(texts[index]):
+            if index > 0 and all(THREAD_REPORT_REST.search(t) for t in raws[index + 1 :]):
+                return {"lead": texts[index - 1][:EXCEPTION_CHARS], "lead_kind": "thread"}
+            return {}
+        if not THREAD_REPORT_REST.search(raws[index]):
+            return {}
+    return {}
 
 
 def _closing(texts: Sequence[str], raw: str) -> tuple[str, int, str | None, str | None] | None:

@@ -1,0 +1,96 @@
+"""A log's last record when its last line is not one of its own (`parsers/launcher/ending.py`
+`lead`, `decide.last_output.read_last_record`): a message wrapped onto a second line, a
+thread's report cut off at its header; and the level field of logging formats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashlens.match.rules import shipped_rules
+from crashlens.model import Ending, Report, Verdict
+from crashlens.pipeline import analyze_inputs, build_report
+
+TRAINING = "step 10 loss 2.31\nstep 20 loss 2.12\nstep 30 loss 2.05\n"
+
+
+def _report(folder: Path, text: str) -> Report:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "train.log").write_text(text, encoding="utf-8")
+    rules = shipped_rules()
+    return build_report(analyze_inputs([str(folder)], rules=rules), rules, None)
+
+
+def _ending(folder: Path, text: str) -> Ending | None:
+    assessed = _report(folder, text).assessment
+    return assessed.ending if assessed is not None else None
+
+
+def test_a_wrapped_exit_warning_is_read_whole(tmp_path: Path) -> None:
+    text = TRAINING + (
+        "[rank1]:[W0202 10:11:12.000000000 ProcessGroupNCCL.cpp:1250] Warning: WARNING: "
+        "destroy_process_group() was not called before\n"
+        "program exit, which can leak resources.\n"
+    )
+    report = _report(tmp_path, text)
+    assert report.assessment is not None and report.assessment.ending is Ending.COMPLETED
+    assert report.verdict is Verdict.NONE
+    assert "continues" in report.assessment.reason
+
+
+def test_a_wrapped_warning_is_a_notice(tmp_path: Path) -> None:
+    text = TRAINING + (
+        "[W socket.cpp:480] [c10d] The server socket has failed to bind to [::]:29400 on host\n"
+        "(errno: 97 - Address family not supported by protocol).\n"
+    )
+    assert _ending(tmp_path, text) is Ending.ONGOING
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a short line above: no wrap, the last line is a record of its own
+        "[W socket.cpp:480] bind failed, falling back\nepoch 3 loss 0.2\n",
+        # a sentence that ended above: the last line is new output
+        "[W socket.cpp:480] [c10d] The server socket has failed to bind, trying IPv4 instead.\n"
+        "epoch 3 loss 0.2\n",
+    ],
+    ids=["short-above", "sentence-ended"],
+)
+def test_a_line_of_its_own_is_not_read_with_the_one_above(tmp_path: Path, text: str) -> None:
+    assert _ending(tmp_path, TRAINING + text) is Ending.UNKNOWN
+
+
+def test_a_thread_report_cut_at_its_header_is_read_from_the_line_before(tmp_path: Path) -> None:
+    text = TRAINING + (
+        "2021-10-01 12:00:00.000000: W tensorflow/core/kernels/queue_base.cc:285] _1_batch_queue: "
+        "Skipping cancelled dequeue attempt with queue not closed\n"
+        "Exception in thread Thread-3:\n"
+        "Traceback (most recent call last):\n"
+    )
+    report = _report(tmp_path, text)
+    assert report.assessment is not None and report.assessment.ending is Ending.COMPLETED
+    assert "thread's report" in report.assessment.reason
+
+
+def test_a_thread_report_after_plain_output_is_still_no_ending(tmp_path: Path) -> None:
+    text = TRAINING + "Exception in thread Thread-3:\nTraceback (most recent call last):\n"
+    assert _ending(tmp_path, text) is Ending.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "loader.py:88 WARNING -> falling back to the slow tokenizer",
+        "2026-01-02 10:00:00,000 - data - WARNING - 3 samples had no label",
+        "2026-01-02 10:00:00.000 | WARNING  | cache:42 - cache is cold",
+        "[2026-01-02 10:00:00][WARN] checkpoint directory exists, overwriting",
+    ],
+)
+def test_a_logging_records_warning_level_is_a_notice(tmp_path: Path, last: str) -> None:
+    assert _ending(tmp_path, TRAINING + last + "\n") is Ending.ONGOING
+
+
+def test_a_warning_word_in_a_message_is_no_level(tmp_path: Path) -> None:
+    assert _ending(tmp_path, TRAINING + "evaluating WARNINGS dataset split 2\n") is Ending.UNKNOWN
