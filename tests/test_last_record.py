@@ -94,3 +94,23 @@ def test_a_logging_records_warning_level_is_a_notice(tmp_path: Path, last: str) 
 
 def test_a_warning_word_in_a_message_is_no_level(tmp_path: Path) -> None:
     assert _ending(tmp_path, TRAINING + "evaluating WARNINGS dataset split 2\n") is Ending.UNKNOWN
+
+
+def test_nccls_return_code_trace_is_no_going_on(tmp_path: Path) -> None:
+    text = (
+        "gpu-7:881:902 [3] misc/shmutils.cc:87 NCCL WARN Error: failed to extend /dev/shm/nccl-x\n"
+        "gpu-7:881:902 [3] NCCL INFO transport/shm.cc:114 -> 2\n"
+        "gpu-7:881:902 [3] NCCL INFO transport.cc:33 -> 2\n"
+        "gpu-7:881:902 [3] NCCL INFO init.cc:1021 -> 2 [Async thread]\n"
+    )
+    report = _report(tmp_path, text)
+    assert report.assessment is not None and report.assessment.ending is Ending.UNKNOWN
+    assert report.verdict is not Verdict.NONE
+
+
+def test_a_success_code_in_nccls_trace_is_no_error(tmp_path: Path) -> None:
+    text = (
+        "gpu-7:881:881 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+        "gpu-7:881:881 [0] NCCL INFO init.cc:1021 -> 0\n"
+    )
+    assert _ending(tmp_path, text) is Ending.ONGOING

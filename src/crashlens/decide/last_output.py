@@ -17,6 +17,9 @@ no ending the parsers name. This module reads that one line for what it still te
   (SIGHUP: the terminal closed; SIGINT: Ctrl-C) on to its workers; Docker's `stop` event,
   which the daemon records only when the container was stopped through its API (`docker
   stop`, a compose `down`).
+* `unwinding`: an error still propagating where the log ends (NCCL's return-code trace,
+  `group.cc:75 -> 1`): the lines after an alarm that are only this are the failure going on,
+  not the run.
 * `notice`: a line a program prints and goes on from by design: a warning (its level says
   so), an fp16 loss-scale overflow that skips a step, a client entering its retry loop, a
   server that is up or answering requests, a metrics report of the training loop. Not an
@@ -42,7 +45,7 @@ class Wording:
     """One way of saying something in a last output line."""
 
     kind: str
-    """`finished`, `exiting`, `stopped` or `notice` (see the module docstring)."""
+    """`finished`, `exiting`, `stopped`, `unwinding` or `notice` (see the module docstring)."""
     pattern: re.Pattern[str]
     says: str
     """What the line shows, as a clause (`the program says it finished`)."""
@@ -128,6 +131,13 @@ WORDINGS: tuple[Wording, ...] = (
         "stopped",
         re.compile(r"\bcontainer stop [0-9a-f]{12,64}\b"),
         "Docker recorded the container stopped through its API (`docker stop`)",
+    ),
+    # NCCL's return-code trace: each function an error passes through logs `file.cc:LINE ->
+    # CODE` (INFO) as it returns the error; a code of 0 is success.
+    Wording(
+        "unwinding",
+        re.compile(r"NCCL INFO [^\n]*\.(?:cc|cu|h|hpp):[0-9]+ -> [1-9][0-9]*\b"),
+        "NCCL was returning an error up its call stack (its return-code trace)",
     ),
     Wording(
         "notice",

@@ -15,7 +15,8 @@ failure detector finds no ending, this module tells apart:
    uncaught exception, and each of the run's logs either ends at a line the program prints and
    goes on from (`decide.last_output`: a warning, a skipped fp16 step, a retry, a server
    answering, a metrics report), or goes on past every line of it that looks alarming (a
-   context rule's line, an NCCL WARN, an exception the process reported and went on from).
+   context rule's line, an NCCL WARN, an exception the process reported and went on from),
+   unless its last line is an error still propagating (NCCL's return-code trace).
    That is what an excerpt of scary-but-harmless lines looks like: the report lists each line
    and why it is harmless, and the verdict is `none`.
 5. **Otherwise the log stops** (`unknown`, citing its last line): the verdict is never `none`
@@ -180,6 +181,8 @@ def _ongoing(
         line = last.lineno or 0
         alarms = _alarms(facts, hits, last.path)
         wording = read_last_record(last)
+        if wording is not None and wording.kind == "unwinding":
+            return None  # the error of its last alarm was still propagating
         if wording is not None and wording.kind == "notice":
             says = f"its last line shows it going on: {wording.says}"
         elif reports and all((a.path, a.lineno) in reported for a in alarms):
