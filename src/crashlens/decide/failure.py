@@ -47,6 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from crashlens.decide.cuda_unloading import SAYS as UNLOADING_SAYS
+from crashlens.decide.cuda_unloading import shows_unloading
 from crashlens.decide.ignored import without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.stop_order import FailureFirst, Progress, cause_level, failure_before_stop
@@ -180,6 +182,14 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     # else its shape says.
     stop_lines = {_position(s) for s in stops}
     deaths = [s for s in deaths if _position(s) not in stop_lines]
+    # A dying message that shows CUDA already unloaded is a destructor's at exit: an exit.
+    unloading = [
+        s
+        for s in deaths
+        if s.fact.key in ("log.fatal", "log.ends_with") and shows_unloading(s.fact, hits)
+    ]
+    deaths = [s for s in deaths if s not in unloading]
+    finishes += [Sign(Ending.COMPLETED, "exiting", s.fact, UNLOADING_SAYS) for s in unloading]
     # Python exits the same way after an uncaught exception: with one in view, no finish.
     if any(f.key == "python.exception" and f.attr("teardown") is None for f in facts):
         finishes = [s for s in finishes if s.kind != "exiting"]
