@@ -51,6 +51,7 @@ from crashlens.decide.cuda_unloading import SAYS as UNLOADING_SAYS
 from crashlens.decide.cuda_unloading import shows_unloading
 from crashlens.decide.ignored import without_ignored
 from crashlens.decide.last_output import read_last_record
+from crashlens.decide.peer_wait import stopped_waiting
 from crashlens.decide.stop_order import FailureFirst, Progress, cause_level, failure_before_stop
 from crashlens.decide.unended import ended_process, without_ending
 from crashlens.match.catalogs import load_catalogs
@@ -225,6 +226,8 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
         )
     if stops and (first := _failure_first(stops, hits, facts, kinds, rules)) is not None:
         return _died_before_stop(first, stops)
+    if stops and (waiting := stopped_waiting(facts, hits)) is not None:
+        return waiting
     if stops:
         best = min(stops, key=_position)
         return Assessment(
