@@ -51,10 +51,10 @@ def test_a_wrapped_warning_is_a_notice(tmp_path: Path) -> None:
     "text",
     [
         # a short line above: no wrap, the last line is a record of its own
-        "[W socket.cpp:480] bind failed, falling back\nepoch 3 loss 0.2\n",
+        "[W socket.cpp:480] bind failed, falling back\nsaving shard 3 of 8\n",
         # a sentence that ended above: the last line is new output
         "[W socket.cpp:480] [c10d] The server socket has failed to bind, trying IPv4 instead.\n"
-        "epoch 3 loss 0.2\n",
+        "saving shard 3 of 8\n",
     ],
     ids=["short-above", "sentence-ended"],
 )
@@ -114,3 +114,27 @@ def test_a_success_code_in_nccls_trace_is_no_error(tmp_path: Path) -> None:
         "gpu-7:881:881 [0] NCCL INFO init.cc:1021 -> 0\n"
     )
     assert _ending(tmp_path, text) is Ending.ONGOING
+
+
+def test_warnings_the_run_worked_past_are_ongoing(tmp_path: Path) -> None:
+    text = (
+        "Evaluating:  10%|#         | 5/50 [00:02<00:20,  2.1it/s]\n"
+        "2026-01-02 10:00:00,000 - eval - WARNING - box decoding took 0.9 s, over its budget\n"
+        "Evaluating: 100%|##########| 50/50 [00:21<00:00,  2.3it/s]\n"
+        "mAP 0.412  recall 0.633\n"
+    )
+    report = _report(tmp_path, text)
+    assert report.assessment is not None and report.assessment.ending is Ending.ONGOING
+    assert report.verdict is Verdict.NONE
+    assert any("a warning" in line for line in report.assessment.harmless)
+
+
+def test_a_warning_with_only_setup_chatter_after_it_is_no_going_on(tmp_path: Path) -> None:
+    text = (
+        "WARNING: the NCCL_IB_HCA setting names no device, using defaults\n"
+        "node-a:2521:2528 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n"
+        "node-a:2521:2528 [0] NCCL INFO Channel 01 : 0[0] -> 1[1] via P2P/IPC\n"
+    )
+    report = _report(tmp_path, text)
+    assert report.assessment is not None and report.assessment.ending is Ending.UNKNOWN
+    assert report.verdict is not Verdict.NONE

@@ -159,6 +159,11 @@ def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm
         and f.lineno is not None
         and f.attr("teardown") in IGNORED_REPORTS
     ]
+    found += [
+        Alarm(f.path, f.lineno, f"a warning `{_short(f.text.strip())}`")
+        for f in facts
+        if f.path == path and f.key == "log.last_warning" and f.lineno is not None
+    ]
     kept: dict[int, Alarm] = {}
     for alarm in found:
         kept.setdefault(alarm.lineno, alarm)

@@ -323,7 +323,7 @@ class DeathSigns(AnchoredCollector):
         self._sign("python.exiting", True, line, rank=line.rank)
 
     def end(self, tail: Sequence[Line], terminated: bool) -> None:
-        self.ending = ending_facts(self.path, tail, terminated)
+        self.ending = ending_facts(self.path, tail, terminated, PROGRESS)
         self.progress = tail_progress(self.path, tail, PROGRESS)
 
     def death_facts(self) -> list[Fact]:

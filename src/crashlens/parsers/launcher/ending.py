@@ -8,6 +8,10 @@ Fact keys:
   `lead` (the line that starts the log's last record when the last line is not a record of
   its own: the line above a wrapped continuation, or the line before a thread's report cut
   off at its header) and `lead_kind` (`wrapped` or `thread`).
+* `log.last_warning`: int the line of the last line among the log's last lines, before its
+  last line, that is logged at warning level (`WARNING_LEVEL`), when a line after it shows
+  progress (`progress`, the caller's pattern of a training loop's progress, or a progress
+  bar): the run went on working past it.
 * `log.ends_with`: str what that output is: `traceback` (the exception line that closes a
   Python traceback, perhaps followed by its message's continuation lines; a chained
   traceback cut off at its separator; a Lua `stack traceback:`), `exception` (an exception
@@ -141,7 +145,9 @@ def fatal_kind(text: str) -> str | None:
     return None
 
 
-def ending_facts(path: str, tail: Sequence[Line], terminated: bool) -> list[Fact]:
+def ending_facts(
+    path: str, tail: Sequence[Line], terminated: bool, progress: re.Pattern[str] | None = None
+) -> list[Fact]:
     """`log.last_line` and `log.ends_with` from the last lines of a log (see the docstring)."""
     shown = [(line, last_segment(line.text)) for line in tail]
     shown = [(line, text) for line, text in shown if text]
@@ -162,6 +168,20 @@ def ending_facts(path: str, tail: Sequence[Line], terminated: bool) -> list[Fact
             **_lead([t for _, t in shown], [ln.raw for ln, _ in shown]),
         )
     ]
+    warned = [i for i, (w, _) in enumerate(shown[:-1]) if WARNING_LEVEL.search(w.raw)]
+    marks = (TQDM_BAR,) if progress is None else (TQDM_BAR, progress)
+    after = shown[warned[-1] + 1 :] if warned else []
+    if any(mark.search(t) for _, t in after for mark in marks):
+        last_warning = shown[warned[-1]][0]  # the run went on working past it
+        facts.append(
+            fact(
+                "log.last_warning",
+                last_warning.lineno,
+                path,
+                last_warning.lineno,
+                text=last_warning.raw[:EXCEPTION_CHARS],
+            )
+        )
     texts = [t for _, t in shown]
     closing = _closing(texts, line.raw)
     if closing is not None:
@@ -189,6 +209,18 @@ WRAPPED_ABOVE = re.compile(r"^.{60,}[^.!?:;)\]}>\s]$")
 THREAD_REPORT_REST = re.compile(r"Traceback \(most recent call last\):|^[ \t]*File \"|^    ")
 """What follows `Exception in thread <name>:` before the exception line: the header, frames
 and their source lines."""
+
+
+WARNING_LEVEL = re.compile(
+    r"(?:^|[ \t|\[])WARN(?:ING)?(?:[ \t]*(?:->|[:|\]])|[ \t]+-[ \t])|^W[0-9]{4} "
+    r"|\[W(?:[0-9]{4} [0-9:.]+ | )[A-Za-z0-9_]+\.(?:cpp|cc|h|hpp):[0-9]+\]"
+)
+"""A line logged at warning level (logging's `WARNING:`, ` - WARNING - `, `[WARN]`, glog's
+`W0102`, c10's `[W file.cpp:N]`): the program says it goes on."""
+
+
+TQDM_BAR = re.compile(r"\b[0-9]+/[0-9]+ \[[0-9:]+<[0-9:?]+")
+"""A progress bar's counter and times (tqdm's `34/34 [00:08<00:00`): work going on."""
 
 
 def _lead(texts: Sequence[str], raws: Sequence[str]) -> dict[str, str]:
