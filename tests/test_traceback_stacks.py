@@ -106,6 +106,11 @@ def test_errno_names_come_from_the_number_or_the_message() -> None:
     assert errno_name("ValueError: bad shape") is None
 
 
+def test_an_errno_number_too_long_for_int_names_none() -> None:
+    digits = "9" * 5000  # past int()'s limit on the digits of a string
+    assert errno_name(f"OSError: [Errno {digits}] No space left on device") is None
+
+
 def test_a_prefixed_exception_is_read_from_the_end_of_the_line() -> None:
     assert prefixed_exception("svc-1  | 12:00 ERROR:    OSError: [Errno 28] No space") == (
         "OSError",

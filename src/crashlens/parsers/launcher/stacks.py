@@ -36,6 +36,9 @@ CLOSE_GAP = 6
 """Lines an exception line may sit below its traceback's last frame (the frame's source line,
 3.11's `^^^` markers, a wrapped call): further down, the frames belong to no exception."""
 
+MAX_ERRNO_DIGITS = 9
+"""Digits an errno number may have; a longer `[Errno N]` names none."""
+
 _FRAME = re.compile(r'File "([^"\n]+)", line [0-9]+')
 _HEADER = re.compile(r"Traceback \(most recent call last\)")
 _ERRNO_NUMBER = re.compile(r"\[Errno ([0-9]+)\]")
@@ -72,7 +75,9 @@ def errno_name(message: str) -> str | None:
     """The errno an exception message holds (`[Errno 28]`, or glibc's message), by name."""
     by_code, texts = _errno_names()
     if (m := _ERRNO_NUMBER.search(message)) is not None:
-        return by_code.get(int(m.group(1)))
+        digits = m.group(1)
+        # int() refuses a string of over 4300 digits; no errno has more than a few
+        return by_code.get(int(digits)) if len(digits) <= MAX_ERRNO_DIGITS else None
     for text, name in texts:
         if text in message:
             return name
