@@ -64,11 +64,11 @@ class Alarm:
     says: str
 
 
-def still_running(facts: Sequence[Fact]) -> bool:
-    """Whether a platform's record shows the job's container still running (`State.Status`):
+def running_state(facts: Sequence[Fact]) -> Fact | None:
+    """A platform's record of the job's container still running (`State.Status`), if any:
     with a log that simply stops, the process is alive and silent, so the run had not ended
     well when the inputs were collected."""
-    return any(f.key == "docker.status" and f.value == "running" for f in facts)
+    return next((f for f in facts if f.key == "docker.status" and f.value == "running"), None)
 
 
 def unended(assessment: Assessment) -> bool:
@@ -89,8 +89,7 @@ def without_ending(
         kind in STORY_KINDS for kind in kinds.values()
     )
     lasts = _last_lines(facts, kinds)
-    if still_running(facts):
-        state = next(f for f in facts if f.key == "docker.status" and f.value == "running")
+    if (state := running_state(facts)) is not None:
         return Assessment(
             ending=Ending.UNKNOWN,
             sign=state.cited("the container was still running when it was inspected"),
