@@ -77,7 +77,8 @@ class Region(Enum):
 
 
 def _line_end(chunk: bytes, at: int) -> int:
-    """Where the line holding `chunk[at]` ends (after its newline); `len(chunk)` if it does not."""
+    """The first line start at or after `at` (just past a newline), so that a cut there keeps
+    whole lines before it; `len(chunk)` when no newline follows, 0 when `at` is not past 0."""
     if at <= 0:
         return 0
     found = chunk.find(b"\n", at - 1)
