@@ -23,6 +23,12 @@ def test_a_container_without_a_dev_shm_volume_has_the_runtime_default() -> None:
     assert list(shm_sizes(_spec())) == [ShmSize("trainer", RUNTIME_DEFAULT_SHM, True, None)]
 
 
+def test_a_size_limit_past_any_float_bounds_nothing() -> None:
+    spec = _spec(volumes=[{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1e999"}}])
+    spec["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    assert list(shm_sizes(spec)) == []
+
+
 def test_a_memory_volume_at_dev_shm_sets_the_size_from_its_limit() -> None:
     spec = _spec(volumes=[{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}])
     spec["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm/"}]

@@ -144,6 +144,7 @@ def test_events_block_alone() -> None:
         ("lots", None),
         ("", None),
         ("9" * 50, None),
+        ("1e999", None),
     ],
 )
 def test_quantities(quantity: str, expected: int | None) -> None:

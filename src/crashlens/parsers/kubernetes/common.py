@@ -61,7 +61,10 @@ def quantity_bytes(text: object) -> int | None:
     if found is None or len(text) > 40:
         return None
     number, exponent, unit = found.groups()
-    value = float(number) * (10 ** int(exponent) if exponent else 1)
+    try:
+        value = float(number) * (10 ** int(exponent) if exponent else 1)
+    except OverflowError:  # `1e999`: past any float, so past MAX_BYTES
+        return None
     if unit == "m":
         value /= 1000
     elif unit:
