@@ -19,21 +19,12 @@ own (never the batch's text), analyzed as `crashlens analyze` does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from crashlens.pipeline import analyze
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    files: dict[str, str]
-    verdict: str
-    rule: str
-
+from mechanism_helpers import Scenario, assert_scenario_verdict, write_folder
 
 SCENARIOS = (
     Scenario(
@@ -112,26 +103,14 @@ SCENARIOS = (
 )
 
 
-def _folder(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    for file_name, text in files.items():
-        (folder / file_name).write_text(text, encoding="utf-8")
-    return folder
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_scenario_verdict(tmp_path: Path, scenario: Scenario) -> None:
-    report = analyze([str(_folder(tmp_path, scenario.name, scenario.files))])
-    assert str(report.verdict) == scenario.verdict, [
-        (c.category, c.confidence) for c in report.causes
-    ]
-    assert scenario.rule in {item.rule for item in report.causes[0].evidence}
+    assert_scenario_verdict(tmp_path, scenario)
 
 
 def test_a_debuggers_sigbus_line_is_a_bus_error_hit(tmp_path: Path) -> None:
     # a core file opened in gdb: the signal line alone, no frame anyone's rules know
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "core",
         {
@@ -151,7 +130,7 @@ def test_a_debuggers_sigbus_line_is_a_bus_error_hit(tmp_path: Path) -> None:
 def test_the_proxy_threads_name_in_a_healthy_dump_is_not_a_crash(tmp_path: Path) -> None:
     # every NCCL process has a ncclProxyService thread: a stack dump of a run that then
     # finished names it without anything having failed
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "dump",
         {
@@ -184,7 +163,7 @@ NGC_BANNER = (
 
 
 def test_bare_nccl_system_error_in_an_ngc_container_with_64m_shm_is_shm(tmp_path: Path) -> None:
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "ngc",
         {
@@ -204,7 +183,7 @@ def test_bare_nccl_system_error_in_an_ngc_container_with_64m_shm_is_shm(tmp_path
 def test_bare_nccl_system_error_says_what_decides_it(tmp_path: Path) -> None:
     # no container evidence: the report may not be sure, but it must say how to tell
     # /dev/shm, the memlock limit and the network apart
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "bare",
         {
@@ -220,7 +199,7 @@ def test_bare_nccl_system_error_says_what_decides_it(tmp_path: Path) -> None:
 
 
 def test_the_ngc_note_alone_is_no_failure(tmp_path: Path) -> None:
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "healthy",
         {"train.log": NGC_BANNER + "epoch 1 step 100 loss 2.31\nepoch 2 step 200 loss 1.92\n"},
@@ -229,7 +208,7 @@ def test_the_ngc_note_alone_is_no_failure(tmp_path: Path) -> None:
 
 
 def test_mxnet_handlers_segfault_line_is_the_crash(tmp_path: Path) -> None:
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "mxnet",
         {

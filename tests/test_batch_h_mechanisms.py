@@ -19,21 +19,12 @@ own (built from other public threads' lines, never the batch's text), analyzed a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from crashlens.pipeline import AnalyzeOptions, analyze
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    files: dict[str, str]
-    verdict: str
-    rule: str
-
+from mechanism_helpers import Scenario, assert_scenario_verdict, write_folder
 
 RAYLET_ADVICE = (
     "(raylet) \n"
@@ -139,32 +130,20 @@ SCENARIOS = (
 )
 
 
-def _folder(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
-    folder = tmp_path / name
-    folder.mkdir()
-    for file_name, text in files.items():
-        (folder / file_name).write_text(text, encoding="utf-8")
-    return folder
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_scenario_verdict(tmp_path: Path, scenario: Scenario) -> None:
-    report = analyze([str(_folder(tmp_path, scenario.name, scenario.files))])
-    assert str(report.verdict) == scenario.verdict, [
-        (c.category, c.confidence) for c in report.causes
-    ]
-    assert scenario.rule in {item.rule for item in report.causes[0].evidence}
+    assert_scenario_verdict(tmp_path, scenario)
 
 
 def test_the_object_store_note_is_no_shm_evidence(tmp_path: Path) -> None:
     scenario = SCENARIOS[3]
-    report = analyze([str(_folder(tmp_path, scenario.name, scenario.files))])
+    report = analyze([str(write_folder(tmp_path, scenario.name, scenario.files))])
     assert "shm" not in {cause.category for cause in report.causes}
 
 
 def test_rays_generic_worker_died_report_ranks_host_oom_without_deciding(tmp_path: Path) -> None:
     # Ray lists the OOM killer, `ray stop --force` and a native crash as possible causes
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "worker-died",
         {
@@ -189,7 +168,7 @@ def test_rays_generic_worker_died_report_ranks_host_oom_without_deciding(tmp_pat
 
 
 def test_spawns_sigkill_report_is_a_bare_sigkill(tmp_path: Path) -> None:
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "spawn",
         {
@@ -223,7 +202,7 @@ FIND_WALK = (
 
 
 def test_finds_walk_of_system_folders_is_not_a_permissions_failure(tmp_path: Path) -> None:
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "find-walk",
         {
@@ -240,7 +219,7 @@ def test_finds_walk_of_system_folders_is_not_a_permissions_failure(tmp_path: Pat
 
 
 def test_a_denial_after_finds_walk_is_still_cited(tmp_path: Path) -> None:
-    folder = _folder(
+    folder = write_folder(
         tmp_path,
         "find-then-ln",
         {

@@ -1,0 +1,35 @@
+"""Scenarios of the batch mechanism tests: a folder of logs written for the test, and the
+verdict and rule `crashlens analyze` must reach on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from crashlens.pipeline import analyze
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    files: dict[str, str]
+    verdict: str
+    rule: str
+
+
+def write_folder(tmp_path: Path, name: str, files: dict[str, str]) -> Path:
+    """A folder under `tmp_path` holding `files` (name -> text)."""
+    folder = tmp_path / name
+    folder.mkdir()
+    for file_name, text in files.items():
+        (folder / file_name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def assert_scenario_verdict(tmp_path: Path, scenario: Scenario) -> None:
+    """The scenario's verdict is reached, and its rule is among the top cause's evidence."""
+    report = analyze([str(write_folder(tmp_path, scenario.name, scenario.files))])
+    assert str(report.verdict) == scenario.verdict, [
+        (c.category, c.confidence) for c in report.causes
+    ]
+    assert scenario.rule in {item.rule for item in report.causes[0].evidence}
