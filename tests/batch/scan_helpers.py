@@ -9,6 +9,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from crashlens.batch.jobs import JobSpec
+from crashlens.batch.row import JobRow
 
 _JOB_FIELDS = tuple(f.name for f in fields(JobSpec))
 
@@ -181,3 +182,21 @@ def tiny_tree(root: Path, jobs: int, per_folder: int = 500) -> Path:
         folder.mkdir(parents=True)
         (folder / "launcher.log").write_bytes(b"[rank0]: step=1 loss=1.0\n")
     return root
+
+
+class StopAfter:
+    """A progress that presses Ctrl-C after `count` rows."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def start(self, jobs: int, total_bytes: int, cached: int) -> None:
+        return None
+
+    def advance(self, row: JobRow) -> None:
+        self.count -= 1
+        if self.count == 0:
+            raise KeyboardInterrupt
+
+    def finish(self) -> None:
+        return None

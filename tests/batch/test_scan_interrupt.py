@@ -17,10 +17,9 @@ from types import ModuleType
 
 import polars as pl
 import pytest
-from scan_helpers import generated_archive
+from scan_helpers import StopAfter, generated_archive
 
 from crashlens.batch import session
-from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
 from crashlens.cli.exits import ExitCode
 
@@ -114,24 +113,6 @@ def test_sigint_stops_the_workers_keeps_the_rows_and_the_next_run_resumes(
     assert again["analyzed"]["jobs"] == JOBS - scanned
 
 
-class _StopAfter:
-    """A progress that presses Ctrl-C after `count` rows."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-    def start(self, jobs: int, total_bytes: int, cached: int) -> None:
-        return None
-
-    def advance(self, row: JobRow) -> None:
-        self.count -= 1
-        if self.count == 0:
-            raise KeyboardInterrupt
-
-    def finish(self) -> None:
-        return None
-
-
 def test_a_count_cut_short_after_ctrl_c_still_hands_the_cache_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,7 +127,7 @@ def test_a_count_cut_short_after_ctrl_c_still_hands_the_cache_on(
         log = root / job / "launcher.log"
         log.write_text(log.read_text() + "one more line\n")
     monkeypatch.setattr(session, "COUNT_AFTER_STOP_S", 0.0)
-    stopped = scan_archive(options, _StopAfter(1))
+    stopped = scan_archive(options, StopAfter(1))
     assert stopped.interrupted and stopped.summary["listing_cut_short"] is True
     assert stopped.summary["jobs_found"] < 24  # a lower bound: the count stopped at once
     assert stopped.summary["jobs_not_scanned"] == stopped.summary["jobs_found"] - len(stopped.rows)

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from scan_helpers import enospc_job, healthy_job, oom_job, tar_job, write, xid_job
+from scan_helpers import (
+    StopAfter,
+    enospc_job,
+    healthy_job,
+    oom_job,
+    tar_job,
+    write,
+    xid_job,
+)
 
 from crashlens.batch import job as batch_job
 from crashlens.batch.cache import CACHE_NAME
@@ -151,30 +159,12 @@ def test_a_corrupt_job_in_the_middle_is_a_row_with_a_reason(tmp_path: Path) -> N
     assert summary["jobs"]["unreadable"] == 3  # type: ignore[index]
 
 
-class _StopAfter:
-    """A progress that presses Ctrl-C after `count` rows."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-    def start(self, jobs: int, total_bytes: int, cached: int) -> None:
-        return None
-
-    def advance(self, row: JobRow) -> None:
-        self.count -= 1
-        if self.count == 0:
-            raise KeyboardInterrupt
-
-    def finish(self) -> None:
-        return None
-
-
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_keeps_what_was_scanned_and_the_rescan_resumes(tmp_path: Path, workers: int) -> None:
     root = _archive(tmp_path / "archive")
     out = tmp_path / "out"
     options = ScanOptions(root=root, out=out, workers=workers)
-    outcome = scan_archive(options, _StopAfter(2))
+    outcome = scan_archive(options, StopAfter(2))
     assert outcome.interrupted
     assert outcome.summary["interrupted"] is True
     assert outcome.summary["jobs"]["scanned"] == 2
