@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from crashlens.pipeline import analyze
+from crashlens.match.rules import shipped_rules
+from crashlens.model import Report
+from crashlens.pipeline import analyze, analyze_inputs, build_report
 
 
 @dataclass(frozen=True)
@@ -33,3 +35,12 @@ def assert_scenario_verdict(tmp_path: Path, scenario: Scenario) -> None:
         (c.category, c.confidence) for c in report.causes
     ]
     assert scenario.rule in {item.rule for item in report.causes[0].evidence}
+
+
+def report_of(folder: Path, files: dict[str, str]) -> Report:
+    """The report on `folder` after writing `files` (name -> text) into it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    rules = shipped_rules()
+    return build_report(analyze_inputs([str(folder)], rules=rules), rules)

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from crashlens.match.rules import shipped_rules
-from crashlens.model import Report, Verdict
-from crashlens.pipeline import analyze_inputs, build_report
+from crashlens.model import Verdict
+from mechanism_helpers import report_of
 
 from conftest import sample_text
 
@@ -58,29 +57,21 @@ def _pods(worker_reason: str, worker_code: int) -> str:
     return json.dumps({"apiVersion": "v1", "items": items, "kind": "List"}, indent=4)
 
 
-def _report(folder: Path, files: dict[str, str]) -> Report:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    rules = shipped_rules()
-    return build_report(analyze_inputs([str(folder)], rules=rules), rules)
-
-
 def _job() -> str:
     return sample_text("kubectl_json/pytorchjob_worker_failed_master_running_REPRO.yaml")
 
 
 def test_the_job_record_cites_the_replica_that_failed_first(tmp_path: Path) -> None:
-    report = _report(tmp_path, {"pytorchjob.yaml": _job()})
+    report = report_of(tmp_path, {"pytorchjob.yaml": _job()})
     assert report.first_failure is not None
     assert "1 Worker replica(s) failed" in report.first_failure.text
 
 
 def test_a_sigkilled_first_replica_explains_the_peers_nccl_errors(tmp_path: Path) -> None:
     pods = _pods("Error", 137)
-    without = _report(tmp_path / "without", {"pods.json": pods, "master-0.log": MASTER_LOG})
+    without = report_of(tmp_path / "without", {"pods.json": pods, "master-0.log": MASTER_LOG})
     assert without.verdict is not Verdict.HOST_OOM
-    report = _report(
+    report = report_of(
         tmp_path / "with",
         {"pytorchjob.yaml": _job(), "pods.json": pods, "master-0.log": MASTER_LOG},
     )
@@ -98,7 +89,7 @@ def test_the_same_errors_when_another_replica_was_killed_stay_network(tmp_path: 
         _pod("pytorchjob-worker-0", "worker", "Error", 1),
     ]
     pods = json.dumps({"apiVersion": "v1", "items": items, "kind": "List"}, indent=4)
-    report = _report(
+    report = report_of(
         tmp_path, {"pytorchjob.yaml": _job(), "pods.json": pods, "master-0.log": MASTER_LOG}
     )
     assert not [n for n in report.notes if RULE in n]

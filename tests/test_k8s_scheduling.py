@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashlens.match.rules import shipped_rules
-from crashlens.model import Report, Verdict
-from crashlens.pipeline import analyze_inputs, build_report
+from crashlens.model import Verdict
+from mechanism_helpers import report_of
 
 from conftest import sample_text
 
@@ -43,20 +42,12 @@ MASTER_LOG = (
 )
 
 
-def _report(folder: Path, files: dict[str, str]) -> Report:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    rules = shipped_rules()
-    return build_report(analyze_inputs([str(folder)], rules=rules), rules)
-
-
 def test_a_rendezvous_timeout_waiting_for_an_unscheduled_pod_is_not_a_network_fault(
     tmp_path: Path,
 ) -> None:
-    alone = _report(tmp_path / "alone", {"master-0.log": MASTER_LOG})
+    alone = report_of(tmp_path / "alone", {"master-0.log": MASTER_LOG})
     assert alone.verdict is Verdict.NETWORK
-    both = _report(
+    both = report_of(
         tmp_path / "both", {"master-0.log": MASTER_LOG, "worker-3.describe.txt": PENDING_DESCRIBE}
     )
     assert both.verdict is Verdict.UNKNOWN
@@ -67,9 +58,9 @@ def test_a_rendezvous_timeout_waiting_for_an_unscheduled_pod_is_not_a_network_fa
 
 def test_a_job_that_never_started_gets_no_cause(tmp_path: Path) -> None:
     events = sample_text("kubectl_text/get_events_failed_scheduling_evicted_REPRO.txt")
-    pending = _report(tmp_path / "pending", {"worker-3.describe.txt": PENDING_DESCRIBE})
+    pending = report_of(tmp_path / "pending", {"worker-3.describe.txt": PENDING_DESCRIBE})
     assert pending.verdict is Verdict.NONE and not pending.causes
     # beside a real failure (trainer-0 evicted for memory), trainer-1's FailedScheduling
     # changes nothing: the eviction decides
-    evicted = _report(tmp_path / "evicted", {"events.txt": events})
+    evicted = report_of(tmp_path / "evicted", {"events.txt": events})
     assert evicted.verdict is Verdict.HOST_OOM

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashlens.match.rules import shipped_rules
-from crashlens.model import Ending, Report, Verdict
-from crashlens.pipeline import analyze_inputs, build_report
+from crashlens.model import Ending, Verdict
 from crashlens.render.json import render_json
+from mechanism_helpers import report_of
 
 PENDING = """\
 Name:             bert-ft-worker-1
@@ -54,16 +53,8 @@ DYING_MASTER = (
 )
 
 
-def _report(folder: Path, files: dict[str, str]) -> Report:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    rules = shipped_rules()
-    return build_report(analyze_inputs([str(folder)], rules=rules), rules)
-
-
 def test_a_pod_never_scheduled_is_an_ending_that_cites_the_event(tmp_path: Path) -> None:
-    report = _report(tmp_path, {"worker-1.describe.txt": PENDING})
+    report = report_of(tmp_path, {"worker-1.describe.txt": PENDING})
     assessed = report.assessment
     assert report.verdict is Verdict.NONE and assessed is not None
     assert assessed.ending is Ending.STOPPED
@@ -79,26 +70,26 @@ def test_a_pod_never_scheduled_is_an_ending_that_cites_the_event(tmp_path: Path)
 
 
 def test_the_advice_follows_what_blocked_the_pod(tmp_path: Path) -> None:
-    report = _report(tmp_path, {"worker-2.describe.txt": TAINTED})
+    report = report_of(tmp_path, {"worker-2.describe.txt": TAINTED})
     assert report.assessment is not None
     reason = report.assessment.reason
     assert "tolerations" in reason and "free or add GPUs" not in reason
 
 
 def test_ranks_that_started_waited_for_the_pod_that_never_ran(tmp_path: Path) -> None:
-    report = _report(tmp_path, {"master-0.log": WAITING_MASTER, "worker-1.describe.txt": PENDING})
+    report = report_of(tmp_path, {"master-0.log": WAITING_MASTER, "worker-1.describe.txt": PENDING})
     assert report.verdict is Verdict.NONE and report.assessment is not None
     assert report.assessment.ending is Ending.STOPPED
     assert "ranks that started waited" in report.assessment.reason
 
 
 def test_a_rank_that_died_still_decides(tmp_path: Path) -> None:
-    report = _report(tmp_path, {"master-0.log": DYING_MASTER, "worker-1.describe.txt": PENDING})
+    report = report_of(tmp_path, {"master-0.log": DYING_MASTER, "worker-1.describe.txt": PENDING})
     assert report.assessment is not None and report.assessment.ending is Ending.DIED
     assert report.verdict is Verdict.UNKNOWN
 
 
 def test_a_pod_scheduled_in_the_end_is_no_ending(tmp_path: Path) -> None:
     scheduled = PENDING.replace("Node:             <none>", "Node:             gpu-03/10.0.0.3")
-    report = _report(tmp_path, {"worker-1.describe.txt": scheduled})
+    report = report_of(tmp_path, {"worker-1.describe.txt": scheduled})
     assert report.assessment is not None and report.assessment.ending is Ending.UNKNOWN
