@@ -21,6 +21,7 @@ from crashlens.batch.engine import EngineChoice, EngineError
 from crashlens.batch.jobs import discover_jobs
 from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
+from crashlens.batch.task_sizing import DASK_TASK, TaskSize
 from crashlens.cli import app
 
 pytest_plugins = ("service_helpers",)  # the shared Dask and S3 fixtures
@@ -72,7 +73,10 @@ def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(tmp_path: Path, clus
     root = generated_archive(tmp_path / "archive", 240)
     jobs = list(discover_jobs(root))
     local = scan_archive(ScanOptions(root=root, out=tmp_path / "local", workers=2)).rows
-    engine = DaskEngine(EngineChoice(dask=cluster), str(root), 0, "auto")
+    # Small tasks: with Dask's default (up to 128 jobs a task) 240 jobs make a handful of tasks,
+    # and the victim may have none left when it is killed (nothing to retry).
+    small = TaskSize(max_jobs=4, max_bytes=DASK_TASK.max_bytes)
+    engine = DaskEngine(EngineChoice(dask=cluster), str(root), 0, "auto", task_size=small)
     rows: list[JobRow] = []
     killed = None
     with distributed.Client(scheduler_file=cluster, timeout=60) as watcher:
