@@ -28,7 +28,8 @@ IB_FAILURE = (
 )
 
 PEER_GPU_LOST = (
-    "[Tue Nov  3 04:11:52 2026] NVRM: GPU at PCI:0000:1b:00: GPU-4a1e0c2b-7d1f-4f3c-9a0e-2b6f1d9c8e77\n"
+    "[Tue Nov  3 04:11:52 2026] NVRM: GPU at PCI:0000:1b:00: "
+    "GPU-4a1e0c2b-7d1f-4f3c-9a0e-2b6f1d9c8e77\n"
     "[Tue Nov  3 04:11:52 2026] NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', "
     "name=<unknown>, GPU has fallen off the bus.\n"
     "[Tue Nov  3 04:11:52 2026] NVRM: GPU at 00000000:1b:00.0 has fallen off the bus.\n"
