@@ -1,10 +1,13 @@
-"""Mechanisms that decide an ambiguous GPU-side failure from the field's catalogs, decided end
-to end on logs of their own (public threads' line formats, never a corpus case's text).
+"""Mechanisms that decide an ambiguous failure (GPU, fabric, storage) from the field's
+catalogs, decided end to end on logs of their own (public threads' line formats, never a
+corpus case's text).
 
 * GPUDirect RDMA writes into a GPU's memory: when that GPU falls off the bus (Xid 79), the
   peers' InfiniBand completions fail (`IBV_WC_RETRY_EXC_ERR`) and NCCL reports a remote error.
   The kernel log of the node that lost its GPU decides: hardware, not the fabric.
 * Text Generation Inference's warmup reports a GPU memory shortage in its own words.
+* A connection errno (ECOMM, EHOSTDOWN) that Python prints with a file path was raised by a
+  file operation: a network filesystem failed, not the job's own connection.
 """
 
 from __future__ import annotations
@@ -85,3 +88,38 @@ def test_tgi_warmup_shortage_is_gpu_oom(tmp_path: Path) -> None:
             rule="gpu-oom-tgi-warmup-not-enough-memory",
         ),
     )
+
+
+def test_a_connection_errno_on_a_file_path_is_the_network_filesystem(tmp_path: Path) -> None:
+    assert_scenario_verdict(
+        tmp_path,
+        Scenario(
+            name="beegfs",
+            files={
+                "train.log": (
+                    "Traceback (most recent call last):\n"
+                    '  File "train.py", line 530, in main_worker\n'
+                    "    classes = sorted(os.listdir(train_dir))\n"
+                    "OSError: [Errno 70] Communication error on send: "
+                    "'/mnt/beegfs/imagenet/train'\n"
+                )
+            },
+            verdict="filesystem",
+            rule="filesystem-network-errno-on-a-path",
+        ),
+    )
+
+
+def test_the_same_errno_on_a_socket_is_not_the_filesystem(tmp_path: Path) -> None:
+    report = report_of(
+        tmp_path / "job",
+        {
+            "train.log": (
+                "Traceback (most recent call last):\n"
+                '  File "client.py", line 88, in send\n'
+                "    sock.sendall(payload)\n"
+                "OSError: [Errno 70] Communication error on send\n"
+            )
+        },
+    )
+    assert all(cause.category.value != "filesystem" for cause in report.causes)
