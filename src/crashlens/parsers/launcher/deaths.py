@@ -105,6 +105,18 @@ SHELL_SCRIPT = re.compile(
     r"(?:\bline|行|\bZeile|\bligne) [0-9]+:[ \t]+([0-9]+)[ \t]+"
     rf"({_WORDS}){_CORE}[ \t]+[^ \t\n]"
 )
+PROGRESS_MARK = re.compile(
+    # what a progress bar's redraw holds: tqdm's rate (`1.84s/it]`, `3.27it/s]`), Keras'
+    # `ETA: 365s` and `54ms/step`, mmcv's `ETA:  2621s`, a percentage, a bar drawn in `=>`
+    r"\bETA\b|[0-9](?:it|s|B)/s\b|s/it\b|/step\b|[0-9]%|\[[=>#.-]*[=>#][=>#. -]*\]"
+)
+_GLUED_WORD = re.compile(
+    # the word right after the redraw's last character (a number and its unit, `2621s`, a
+    # bracket or a bar's block), or after the blanks a redraw pads with behind a number
+    rf"(?:[0-9][A-Za-z]{{0,2}}|[^ \t\w]|[0-9][ \t]+)({_WORDS}){_CORE}[ \t]*$"
+)
+"""The shell's word printed where the cursor stood: after a progress redraw that ended
+without a newline, glued to its last character (`... - ETA: 365s - loss: 2.1371Killed`)."""
 _DEBUGGER = re.compile(
     r"(?:Program received signal|Program terminated with signal"
     r"|Thread [0-9]+ \"[^\"\n]*\" received signal) (SIG[A-Z0-9]+)"
@@ -164,6 +176,11 @@ def shell_signal(text: str) -> str | None:
     m = SHELL_WORD.search(segment.rstrip()) or SHELL_JOB.search(segment)
     if m is None and (m := SHELL_SCRIPT.search(segment)):
         return _signal_of(m.group(2))
+    if m is None and (glued := _GLUED_WORD.search(segment)):
+        # only after a progress redraw: elsewhere a word ending a line is prose
+        # (`... and the worker was Killed`), whose blank before the word is not the redraw's
+        redraw = PROGRESS_MARK.search(segment[: glued.start(1)])
+        return _signal_of(glued.group(1)) if redraw else None
     return _signal_of(m.group(1)) if m is not None else None
 
 

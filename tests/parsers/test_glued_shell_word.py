@@ -1,0 +1,67 @@
+"""The shell's crash word printed where a progress redraw left the cursor is a death sign.
+
+A progress bar redraws its line with `\\r` and no newline, so when the process dies the shell
+prints `Killed` (or its translation) glued to the bar's last character: after tqdm's `]`, but
+also after a number and its unit (mmcv's `ETA:  2621s`, Keras' `- loss: 2.1371`). The failure
+detector and `host-oom-shell-killed` read the same places; prose ending in the word does not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashlens.decide.failure import assess
+from crashlens.match.rules import shipped_rules
+from crashlens.model import Ending
+from crashlens.parsers.launcher.deaths import shell_signal
+from crashlens.pipeline import analyze_inputs
+
+GLUED = [
+    # Keras 2 (keras-team/keras#3476), its blank-padded redraw, Keras 3's bar
+    "165376/296960 [===============>..............] - ETA: 365s - loss: 2.1371Killed",
+    "  8/400 [..............................] - ETA: 993s - loss: 0.6940 - acc: 0.4544 Killed",
+    "195/195 ━━━━━━━━━━━━━━━━━━━━ 11s 55ms/step - accuracy: 0.0732 - loss: 2.8415e-04Killed",
+    # mmcv's ProgressBar, in the C and the zh_CN locale
+    "[>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>>> ] 4951/5000, 7.9 task/s, elapsed: "
+    "627s, ETA:     6sKilled",
+    "[>>>>>>>>                               ] 811/4000, 2.2 task/s, elapsed: 369s, ETA:  "
+    "1450s已杀死",
+]
+
+PROSE = [
+    "ETA: 12s, 3 workers Killed",
+    "step 40 at 10%: the data worker was Killed",
+    "ETA 3s: NotKilled",
+    "100%|██████| 3/3 [00:01<00:00]进程已杀死",
+]
+
+
+@pytest.mark.parametrize("line", GLUED)
+def test_the_word_glued_to_a_progress_redraw_is_a_sigkill(line: str) -> None:
+    assert shell_signal(line) == "SIGKILL"
+    assert shell_signal(f"{line[:20]}\r{line}") == "SIGKILL"
+
+
+@pytest.mark.parametrize("line", GLUED)
+def test_the_rule_reads_the_same_places(line: str) -> None:
+    rule = next(r for r in shipped_rules() if r.id == "host-oom-shell-killed")
+    assert rule.match_line(line) is not None
+
+
+@pytest.mark.parametrize("line", PROSE)
+def test_prose_ending_in_the_word_is_no_death(line: str) -> None:
+    rule = next(r for r in shipped_rules() if r.id == "host-oom-shell-killed")
+    assert shell_signal(line) is None
+    assert rule.match_line(line) is None
+
+
+def test_a_log_that_ends_in_a_glued_kill_died(tmp_path: Path) -> None:
+    (tmp_path / "fit.log").write_text(
+        "Epoch 1/1\n" + GLUED[0] + "\n",
+        encoding="utf-8",
+    )
+    assessment = assess(analyze_inputs([str(tmp_path)]))
+    assert assessment.ending is Ending.DIED
+    assert assessment.sign is not None and assessment.sign.text.endswith("Killed")
