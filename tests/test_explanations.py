@@ -311,7 +311,9 @@ def test_idle_gpus_leave_an_nccl_cuda_failure_to_the_driver(tmp_path) -> None:
     idle = sample("nvidia_smi/table_550.90.07_8xh100_no_processes.txt")
     report = _report(_case(tmp_path, "idle", {"run.log": _NCCL_CUDA_LOG, "nvidia-smi.txt": idle}))
     assert report.causes[0].category is Category.DRIVER
-    assert not report.notes
+    # no process held memory: nothing for gpu_oom; the idle GPU is named as the reason
+    assert not any("gpu-oom-memory-held-by-other-process" in note for note in report.notes)
+    assert any("driver-idle-gpus-explain-nccl-cuda-error" in note for note in report.notes)
 
 
 _CUBLAS_LOG = """Loading checkpoint shards: 100%|##########| 4/4 [00:06<00:00,  1.52s/it]
