@@ -51,6 +51,8 @@ Fact keys:
   wants verbs devices that the process cannot see (it falls back to TCP sockets).
 * `nccl.ib_devices`: str the InfiniBand/RoCE devices NCCL opened, comma-joined as printed
   (`mlx5_0:1/IB,mlx5_3:1/RoCE`, from `NET/IB : Using [0]mlx5_0:1/IB ...`): verbs are in use.
+* `nccl.ib_hca`: str the InfiniBand/RoCE adapters the job tells NCCL to use (`NCCL_IB_HCA`, as
+  set or echoed; `ib_settings.py`): NCCL runs over verbs.
 * `python.stack`: str the innermost file of the traceback an exception line closes; attrs frames,
   exception, errno, rank, host (`stacks.py`).
 * `net.socket_ifname`: str the interface NCCL or Gloo is told to use (`NCCL_SOCKET_IFNAME`,

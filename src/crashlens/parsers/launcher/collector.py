@@ -15,6 +15,8 @@ from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, fact
 from crashlens.parsers.launcher import report
 from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
+from crashlens.parsers.launcher.ib_settings import ANCHOR as IB_HCA_ANCHOR
+from crashlens.parsers.launcher.ib_settings import ib_hca_setting
 from crashlens.parsers.launcher.messages import (
     EXCEPTION_CHARS,
     SIZE,
@@ -160,6 +162,10 @@ class LauncherCollector(DeathSigns):
                 continue
             self.ifname_keys.add(key)
             self._add("net.socket_ifname", value, line, var=var, host=line.host, source=source)
+
+    def on_ib_hca(self, line: Line) -> None:
+        if found := ib_hca_setting(line.text):
+            self.keep_first("nccl.ib_hca", found[0], line, source=found[1])
 
     def on_frame(self, line: Line) -> None:
         self.stacks.read(line.text, line.rank, line.lineno)
@@ -596,6 +602,8 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     Anchor(STACK_ANCHOR, L.on_frame),
     # the interface NCCL or Gloo is told to use (settings.py)
     Anchor(IFNAME_ANCHOR, L.on_socket_ifname),
+    # the InfiniBand adapters NCCL is told to use (ib_settings.py)
+    Anchor(IB_HCA_ANCHOR, L.on_ib_hca, settles=("nccl.ib_hca",)),
     Anchor(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit)(?::|[ \t]*$)", L.on_exception),
     Anchor(r"CUDA out of memory|CUDA error: out of memory", L.on_oom),
     Anchor(r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+", L.on_agent),
