@@ -37,6 +37,9 @@ Facts from `docker inspect` (one set per container; attrs `container` on each):
   `ReadonlyRootfs: true` the root filesystem is the mount `/` with rw=False, so the mount that
   holds a path is the deepest mount point containing it.
 * `docker.readonly_rootfs`: bool `HostConfig.ReadonlyRootfs`.
+* `docker.env_tmpdir`: str the directory Python's `tempfile` writes to in the container, from
+  `Config.Env` (`TMPDIR`, else `TEMP`, else `TMP`, the order `tempfile.gettempdir` reads them);
+  attrs `var`. `TMPDIR=/dev/shm` puts every temporary file in the container's /dev/shm.
 """
 
 from __future__ import annotations
@@ -160,6 +163,20 @@ def _mounts(container: dict[str, Any], host: dict[str, Any]) -> list[_Mount]:
     return list(unique.values())[:MAX_MOUNTS]
 
 
+TEMP_DIR_VARS = ("TMPDIR", "TEMP", "TMP")
+"""What Python's `tempfile.gettempdir` reads, in its order."""
+
+
+def _temp_dir(env: list[Any]) -> tuple[str, str] | None:
+    """(variable, directory) of the temporary directory `env` sets, None when none is set."""
+    values: dict[str, str] = {}
+    for entry in env:
+        name, _, value = str(entry).partition("=")
+        if name in TEMP_DIR_VARS and value.strip() and name not in values:
+            values[name] = value.strip()
+    return next(((var, values[var]) for var in TEMP_DIR_VARS if var in values), None)
+
+
 def _visible_devices_count(env: list[Any]) -> int | None:
     """GPUs named by NVIDIA_VISIBLE_DEVICES (-1 = all), None when it is not set."""
     for entry in env:
@@ -238,7 +255,14 @@ class _ContainerFacts:
         self._limits()
         self._gpus()
         self._mounts()
+        self._tmpdir()
         return self.facts
+
+    def _tmpdir(self) -> None:
+        env = _list(_dict(self.container.get("Config")).get("Env"))
+        found = _temp_dir(env)
+        if found is not None:
+            self.add("docker.env_tmpdir", found[1], found[0], var=found[0])
 
     def _identity(self) -> None:
         podman = any(key in self.container for key in _PODMAN_KEYS)

@@ -62,6 +62,8 @@ _KEY_RES: dict[str, re.Pattern[str]] = {
 }
 _KEY_RES["memlock"] = re.compile(r'"Name"[ \t\r\n]*:[ \t\r\n]*"memlock"')
 _KEY_RES["NVIDIA_VISIBLE_DEVICES"] = re.compile(r'"NVIDIA_VISIBLE_DEVICES=')
+# the temporary directory's variables, as `Config.Env` entries
+_KEY_RES.update({var: re.compile(f'"{var}=') for var in ("TMPDIR", "TEMP", "TMP")})
 
 
 class KeyLocator:
