@@ -24,10 +24,11 @@ from crashlens.batch.session import ScanOptions, scan_archive
 from crashlens.cli.exits import ExitCode
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-JOBS = 1500
+JOBS = 4000
 WORKER_CPU_BEFORE_STOP = 0.5
 """Seconds of CPU the pool's workers have spent when Ctrl-C comes: rows are done by then
-(a small job takes a few ms), and most of the archive is not."""
+(a small job takes a millisecond or two), and most of the archive is not. With 1,500 jobs a
+starved test process once looked too late: the scan had finished before the signal came."""
 
 
 def _gen_jobs() -> ModuleType:
