@@ -39,6 +39,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   fatal error struck during a garbage collection (CPython 3.10+, bpo-44466), i.e. while the
   collector walked the heap: a corrupted object, so corrupted memory.
 * `log.last_line`, `log.ends_with`: how the log ends (`ending.py`).
+* `shell.sudo_contrast`: a command that failed as the user and not under sudo, in a shell
+  transcript among the log's last lines (`sudo_contrast.py`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from crashlens.parsers.launcher.signals import (
     SIGNALS,
     SignalLog,
 )
+from crashlens.parsers.launcher.sudo_contrast import sudo_contrast
 from crashlens.text.values import bounded_int
 
 MAX_SIGNS = 200
@@ -231,6 +234,7 @@ class DeathSigns(AnchoredCollector):
         self.run_completed = False
         self.ending: list[Fact] = []
         self.progress: list[Fact] = []
+        self.contrast: list[Fact] = []
 
     def _sign(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> None:
         if (key, str(value)) in self.states or len(self.signs) >= MAX_SIGNS:
@@ -342,11 +346,13 @@ class DeathSigns(AnchoredCollector):
     def end(self, tail: Sequence[Line], terminated: bool) -> None:
         self.ending = ending_facts(self.path, tail, terminated, PROGRESS)
         self.progress = tail_progress(self.path, tail, PROGRESS)
+        # a shell check pasted at the end: the same command as root and as the user
+        self.contrast = sudo_contrast(self.path, tail)
 
     def death_facts(self) -> list[Fact]:
-        """The signs kept, the ending and the progress marks (the signals are `self.signals`,
-        listed apart)."""
-        return [*self.signs, *self.ending, *self.progress]
+        """The signs kept, the ending, the progress marks and a sudo contrast (the signals are
+        `self.signals`, listed apart)."""
+        return [*self.signs, *self.ending, *self.progress, *self.contrast]
 
     def finish(self) -> list[Fact]:
         return [*self.death_facts(), *self.signals.facts.values(), *self.singles.values()]
