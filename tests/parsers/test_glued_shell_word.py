@@ -65,3 +65,25 @@ def test_a_log_that_ends_in_a_glued_kill_died(tmp_path: Path) -> None:
     assessment = assess(analyze_inputs([str(tmp_path)]))
     assert assessment.ending is Ending.DIED
     assert assessment.sign is not None and assessment.sign.text.endswith("Killed")
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        ("Killed: 9", "SIGKILL"),
+        (
+            "./train.sh: line 4: 81234 Killed: 9               python3 train.py --device mps",
+            "SIGKILL",
+        ),
+        ("Segmentation fault: 11", "SIGSEGV"),
+        ("Bus error: 10 (core dumped)", "SIGBUS"),
+        ("Epoch 3:  52%|█████▏    | 260/500 [02:11<02:01,  1.98it/s]Killed: 9", "SIGKILL"),
+        ("status Killed: 99 times", None),
+    ],
+)
+def test_macos_strsignal_adds_the_bsd_number(line: str, signal: str | None) -> None:
+    # macOS's strsignal() reads `Killed: 9`, `Segmentation fault: 11` (BSD numbering): the
+    # word names the signal, the number is not Linux's and is not read
+    assert shell_signal(line) == signal
+    rule = next(r for r in shipped_rules() if r.id == "host-oom-shell-killed")
+    assert (rule.match_line(line) is not None) is (signal == "SIGKILL")

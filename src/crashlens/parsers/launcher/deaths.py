@@ -81,10 +81,11 @@ _WORDS = f"{_alternatives(ENGLISH_SIGNAL_WORDS)}|{_alternatives(LOCALE_SIGNAL_WO
 """The shell's words for a dying command: the signals catalog's `shell` lists (the C locale's
 and glibc's translations), longest first."""
 _CORE = (
+    # macOS's strsignal adds the signal's BSD number (`Killed: 9`, `Segmentation fault: 11`);
     # bash's `(core dumped)` and its translations (zh_CN new and old, de, ja); Japanese
     # strsignal texts end in です before it
-    r"(?:です)?(?:[ \t]?\((?:core dump(?:ed)?|核心已转储|吐核|Speicherabzug geschrieben"
-    r"|コアダンプ)\))?"
+    r"(?:: [0-9]{1,2})?(?:です)?(?:[ \t]?\((?:core dump(?:ed)?|核心已转储|吐核"
+    r"|Speicherabzug geschrieben|コアダンプ)\))?"
 )
 SHELL_WORD = re.compile(
     # At the start of the redraw (after bracketed prefixes such as `[rank0]:`, a job number
