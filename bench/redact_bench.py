@@ -6,21 +6,32 @@ two-node job of tests/data/redaction/two_node_job.py, repeated with shifted numb
 two copies are identical) up to --mb megabytes, then redacted in 1 MiB pieces as `collect`
 does: one `learn()` pass over everything, one `text()` pass, with a fresh Redactor.
 
-Two shapes by default, each measured --rounds times (wall clock and this process's CPU time;
+Three shapes by default, each measured --rounds times (wall clock and this process's CPU time;
 on a shared machine the CPU figure is the steadier one, and both should be read over rounds):
-`mixed` (every sample kind) and `launcher` (launcher logs and the job only, the shape of the
-big logs collect copies: most lines carry a host prefix).
+`mixed` (every sample kind), `launcher` (launcher logs and the job only, the shape of the
+big logs collect copies: most lines carry a host prefix) and `dmesg` (kernel logs and the job:
+a syslog date and host on most lines); then the total of each round over all of them.
+One process, one core: the figures are single-core.
 
     python bench/redact_bench.py --mb 32 --rounds 2
     python bench/redact_bench.py --mb 16 --backend python   # the pure-Python gates
     python bench/redact_bench.py --kinds launcher           # one shape: launcher logs and the job
+    python bench/redact_bench.py --digests before.json      # what every text redacts to (below)
+    python bench/redact_bench.py --digests after.json --compare before.json
+
+`--digests` measures nothing: it writes the SHA-256 of what every corpus and sample file (and
+4 MB of each bench log) redacts to, on both gate backends, each file alone (learned, then
+written, path included) and all files through one Redactor (all learned, then all written;
+the mapping too), so a change meant to be only faster can be shown byte-identical.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import io
+import json
 import random
 import sys
 import time
@@ -103,8 +114,72 @@ def _rate(megabytes: float, *timings: Timing) -> str:
     return f"{wall:6.1f}/{cpu:<6.1f}"
 
 
-SHAPES = {"mixed": (), "launcher": ("launcher",)}
-"""The default logs: every sample kind, and launcher logs alone."""
+SHAPES = {"mixed": (), "launcher": ("launcher",), "dmesg": ("dmesg",)}
+"""The default logs: every sample kind, launcher logs alone, kernel logs alone."""
+
+DIGEST_ROOTS = (ROOT / "corpus", ROOT / "tests" / "data", ROOT / "examples")
+"""Where the files of `--digests` come from (every file, compressed ones as bytes)."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _digest_inputs() -> dict[str, str]:
+    """Name -> text of every file under DIGEST_ROOTS and of 4 MB of each bench log."""
+    inputs: dict[str, str] = {}
+    for root in DIGEST_ROOTS:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                raw = path.read_bytes()
+                inputs[str(path.relative_to(ROOT))] = raw.decode("utf-8", "surrogateescape")
+    for name, kinds in SHAPES.items():
+        inputs[f"bench:{name}"] = build_log(4, kinds).decode("utf-8", "surrogateescape")
+    return inputs
+
+
+def digests(backend: str) -> dict[str, str]:
+    """What every input redacts to: alone (`alone:`), and through one shared Redactor
+    (`shared:`, the mapping last)."""
+    inputs = _digest_inputs()
+    found: dict[str, str] = {}
+    for name, text in inputs.items():
+        redactor = Redactor(backend=backend)
+        pieces = list(text_chunks(io.BytesIO(text.encode("utf-8", "surrogateescape"))))
+        for piece in pieces:
+            redactor.learn(piece)
+        redactor.learn(name)
+        written = "".join(redactor.text(piece) for piece in pieces)
+        found[f"alone:{name}"] = _digest(redactor.name(name) + "\0" + written)
+    shared = Redactor(backend=backend)
+    for name, text in inputs.items():
+        shared.learn(name)
+        shared.learn(text)
+    for name, text in inputs.items():
+        found[f"shared:{name}"] = _digest(shared.name(name) + "\0" + shared.text(text))
+    found["shared:mapping"] = _digest(json.dumps(shared.mapping(), ensure_ascii=False))
+    return found
+
+
+def write_digests(path: Path, compare: Path | None) -> int:
+    """Both backends' digests to `path`; with `compare`, the keys whose digest differs."""
+    lists = {backend: digests(backend) for backend in ("hyperscan", "python")}
+    path.write_text(json.dumps(lists, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    counted = sum(len(found) for found in lists.values())
+    if compare is None:
+        print(f"{counted} digests written to {path}")
+        return 0
+    before = json.loads(compare.read_text(encoding="utf-8"))
+    differ = [
+        f"{backend} {key}"
+        for backend, found in lists.items()
+        for key, value in found.items()
+        if before.get(backend, {}).get(key) != value
+    ]
+    for line in differ[:40]:
+        print("differs:", line)
+    print(f"{counted} digests, {len(differ)} differ from {compare}")
+    return 1 if differ else 0
 
 
 def main() -> None:
@@ -115,10 +190,14 @@ def main() -> None:
     parser.add_argument(
         "--kinds",
         default="",
-        help="one log of these sample kinds, comma-separated (default: the mixed log and the "
-        "launcher log); `launcher` is the shape of the big logs collect copies",
+        help="one log of these sample kinds, comma-separated (default: the mixed, launcher and "
+        "dmesg logs); `launcher` is the shape of the big logs collect copies",
     )
+    parser.add_argument("--digests", type=Path, help="write output digests here, time nothing")
+    parser.add_argument("--compare", type=Path, help="with --digests: the digests to match")
     args = parser.parse_args()
+    if args.digests is not None:
+        raise SystemExit(write_digests(args.digests, args.compare))
     shapes = dict(SHAPES)
     if args.kinds:
         shapes = {args.kinds: tuple(k for k in args.kinds.split(",") if k)}
@@ -126,17 +205,24 @@ def main() -> None:
 
     print(f"gates on {gates(args.backend).backend}; MB/s as wall clock / CPU time of this process")
     print(f"{'log':>10} {'MB':>6} {'round':>5} {'learn':>13} {'text':>13} {'both':>13}")
+    rounds: dict[int, list[Timing]] = {round_: [] for round_ in range(1, args.rounds + 1)}
+    total = 0.0
     for name, kinds in shapes.items():
         data = build_log(args.mb, kinds)
         megabytes = len(data) / 1_000_000
+        total += megabytes
         for round_ in range(1, args.rounds + 1):
             learned, wrote, pseudonyms = measure(data, args.backend)
             rates = " ".join(
                 _rate(megabytes, *timings) for timings in ((learned,), (wrote,), (learned, wrote))
             )
             print(f"{name:>10} {megabytes:6.1f} {round_:5d} {rates}")
+            rounds[round_] += [learned, wrote]
         print(f"{name}: {pseudonyms} pseudonyms", file=sys.stderr)
-    print("both: collect reads each log twice (learn, then text)")
+    if len(shapes) > 1:
+        for round_, timings in rounds.items():
+            print(f"{'total':>10} {total:6.1f} {round_:5d} {'':>27} {_rate(total, *timings)}")
+    print("both: collect reads each log twice (learn, then text); total: all logs, one round")
 
 
 if __name__ == "__main__":

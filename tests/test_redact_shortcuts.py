@@ -114,6 +114,21 @@ def test_the_ipv6_row_decides_as_trying_every_tail_does() -> None:
     assert len(shortcut.mapping()) > 100
 
 
+def test_the_remembered_ipv6_answers_decide_as_trying_every_tail_does() -> None:
+    """`_ipv6_address` remembers each run's address (by the run and whether it starts inside
+    a word): a second sight of a run, with another Redactor and in the other position,
+    decides as the first."""
+    runs = _runs(9, 1_500)
+    for order in (("a ", "x"), ("x", "a ")):
+        shortcut, every_tail = Redactor(), Redactor()
+        for prefix in (*order, *order):
+            for run in runs:
+                line = f"{prefix}{run} b"
+                expected = p.IPV6_RUN.sub(partial(_ipv6_by_every_tail, every_tail), line)
+                assert p.IPV6_RUN.sub(partial(_ipv6, shortcut), line) == expected, line
+        assert shortcut.mapping() == every_tail.mapping()
+
+
 def test_the_remembered_version_check_agrees_with_the_pattern() -> None:
     rng = random.Random(3)
     words = ["version", "ver", "v", "cuDNN", "nccl", "driver", "fw", "==", ">=", "-", "_", "at"]

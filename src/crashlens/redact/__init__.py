@@ -44,7 +44,8 @@ already blanked (`0000000000000`), public domains (github.com, huggingface.co, .
 The package: `vocabulary` (word lists, kept in `vocabulary.toml`), `patterns` (the shapes of
 secrets, personal values and hosts), `replacements` (the ordered table of what each shape
 becomes, each row with its gate), `gates` (one multi-pattern pass that hands each row only the
-lines it can touch), `redactor` (`Redactor`: the mapping, what it has learned, `learn()` then
+lines it can touch), `substitute` (a row's search on one line, cut short where the row's shape
+allows), `redactor` (`Redactor`: the mapping, what it has learned, `learn()` then
 `text()`/`name()`). This module applies one Redactor to a whole report.
 """
 

@@ -268,7 +268,9 @@ USER_AT_HOST = re.compile(
 
 # --- host names -------------------------------------------------------------------------------
 
-NCCL_HOST = re.compile(rf"(?m)(^|[\s\]>|])({_HOST_TOKEN})(?=:\d+:\d+ \[\d+\])")
+NCCL_AFTER = re.compile(r":\d+:\d+ \[\d+\]")
+"""What follows an NCCL host name (`:pid:tid [rank]`): NCCL_HOST's look-ahead."""
+NCCL_HOST = re.compile(rf"(?m)(^|[\s\]>|])({_HOST_TOKEN})(?={NCCL_AFTER.pattern})")
 SYSLOG_HOST = re.compile(
     r"(?m)^((?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?)"
     rf" )({_HOST_TOKEN})(?= (?:kernel|systemd|[\w./-]+(?:\[\d+\])?):)"

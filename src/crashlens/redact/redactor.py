@@ -5,7 +5,8 @@ users and accounts named anywhere become known), then `text()` over each, which 
 value the rows find and every learned name wherever it stands. `text()` alone learns as it
 goes, for callers that have one string.
 
-Speed: the rows run only on the lines their gate proposes (`redact.gates`), and the learned
+Speed: the rows run only on the lines their gate proposes (`redact.gates`), each searching a
+line only as far as a match can stand (`redact.substitute`), and the learned
 names are found with one literal search over the folded text (Hyperscan's literal matcher), so
 a line with nothing personal costs a share of one multi-pattern pass. What the rows made of a
 text is remembered (by its SHA-256) and of a gated line (by the line): the second pass over
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 from crashlens.redact.gates import Edit, Gates, Literals, apply_edits, fold, rows_of
@@ -30,13 +31,16 @@ from crashlens.redact.patterns import (
     is_ip,
 )
 from crashlens.redact.replacements import REPLACEMENTS
+from crashlens.redact.substitute import Substitute, substitute
 from crashlens.redact.vocabulary import COMMON_WORDS, SYSTEM_USERS, is_public
 
 _PEM = REPLACEMENTS[0]
 """Private key blocks span lines: this row runs over the whole text, before the line rows."""
 _LINE_ROWS = REPLACEMENTS[1:]
-_SUBS = tuple(row.pattern.sub for row in _LINE_ROWS)
+_SUBS = tuple(substitute(row.pattern, row.shape) for row in _LINE_ROWS)
 _GATES: dict[str, Gates] = {}
+RowSubs = tuple[tuple[Substitute, Callable[[re.Match[str]], str]], ...]
+"""The rows a line's gates proposed, in table order: each one's substitute and replace."""
 _HOSTLIST = re.compile(r"^(.*?)\[([\d,-]+)\](.*)$")
 _MAX_EXPANDED = 256
 _BIG = 64 * 1024
@@ -109,8 +113,8 @@ class Redactor:
         first. Exact for the same reason as the memo."""
         self._memo_left = _MEMO_BUDGET
         self._lines_left = _LINES_BUDGET
-        self._rows_cache: dict[int, tuple[int, ...]] = {}
-        """Row indices of each mask of rows seen (few masks recur)."""
+        self._row_subs: dict[int, RowSubs] = {}
+        """The rows of each mask seen, ready to run (few masks recur)."""
         self._line_subs = tuple(partial(row.replace, self) for row in _LINE_ROWS)
         for host in known_hosts:
             self.learn_host(host)
@@ -259,11 +263,11 @@ class Redactor:
         that changed, as edits. One loop (this runs for every gated line of every log)."""
         edits: list[Edit] = []
         find, size = text.find, len(text)
-        done, line_subs, rows_cache = self._lines, self._line_subs, self._rows_cache
-        if len(rows_cache) > _MAX_MASKS:
-            rows_cache.clear()
-        for start in sorted(lines):
-            mask = lines[start]
+        done, row_subs = self._lines, self._row_subs
+        if len(row_subs) > _MAX_MASKS:
+            row_subs.clear()
+        left = self._lines_left
+        for start, mask in sorted(lines.items()):
             end = find("\n", start)
             if end < 0:
                 end = size
@@ -271,16 +275,26 @@ class Redactor:
             key = (mask, line)
             redacted = done.get(key)
             if redacted is None:
+                subs = row_subs.get(mask)
+                if subs is None:
+                    subs = self._subs_of(mask)
                 redacted = line
-                for index in rows_of(mask, rows_cache):
-                    redacted = _SUBS[index](line_subs[index], redacted)
+                for sub, replace in subs:
+                    redacted = sub(replace, redacted)
                 cost = _MEMO_ENTRY + len(line) + (len(redacted) if redacted is not line else 0)
-                if self._lines_left >= cost:
+                if left >= cost:
                     done[key] = redacted
-                    self._lines_left -= cost
+                    left -= cost
             if redacted != line:
                 edits.append((start, end, redacted))
+        self._lines_left = left
         return edits
+
+    def _subs_of(self, mask: int) -> RowSubs:
+        """The rows of `mask`, in table order, as (substitute, replace) pairs (remembered)."""
+        subs = tuple((_SUBS[index], self._line_subs[index]) for index in rows_of(mask, {}))
+        self._row_subs[mask] = subs
+        return subs
 
     def _known(self, text: str, *, names: bool) -> str:
         """Last: every host, user and account learned so far, wherever it stands."""

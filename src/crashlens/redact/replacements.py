@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 from crashlens.redact import patterns as p
 from crashlens.redact.gates import Gate, Run
+from crashlens.redact.substitute import Before, Shape, Start
 from crashlens.redact.vocabulary import CODE_TLDS, TLDS, TOOLS, is_public
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ class Replacement:
     wherever `pattern` can (a superset, without lookarounds or back-references so Hyperscan
     takes it), or a `Run` of characters: lines it does not match are never given to `pattern`
     (see `redact.gates`)."""
+    shape: Shape = None
+    """Where the pattern's matches stand on a line, when that lets a line be searched less
+    (`redact.substitute`)."""
 
 
 # --- values --------------------------------------------------------------------------------
@@ -374,7 +378,27 @@ def _ipv6(redactor: Redactor, match: re.Match[str]) -> str:
         # candidate below is a tail of the run (a time of day, `a:b:c`: none is one)
         return whole
     before = match.string[match.start() - 1 : match.start()]
-    inside_word = before.isalnum() or before == "_"
+    found = _ipv6_address(run, before.isalnum() or before == "_")
+    if found is None:
+        return whole
+    start, candidate, key = found
+    return run[:start] + redactor.pseudonym("ip", candidate, key) + tail  # the zone is kept
+
+
+_IPV6_ADDRESSES: dict[tuple[str, bool], tuple[int, str, str] | None] = {}
+"""`_ipv6_address` answers: a log writes the same few addresses (and scopes) on many lines,
+and trying each tail of a run costs more than the regex that found it."""
+_MAX_IPV6_ADDRESSES = 16384
+
+
+def _ipv6_address(run: str, inside_word: bool) -> tuple[int, str, str] | None:
+    """The address a run of hex digits and colons ends with: (where it starts in the run, the
+    address, its key); None when none does or it names no machine (`::1`). A run that starts
+    inside a word (`ib0:fe80::1`) is not an address from its start."""
+    cache_key = (run, inside_word)
+    if cache_key in _IPV6_ADDRESSES:
+        return _IPV6_ADDRESSES[cache_key]
+    found: tuple[int, str, str] | None = None
     starts = [] if inside_word else [0]
     starts += [
         i + 1
@@ -385,11 +409,13 @@ def _ipv6(redactor: Redactor, match: re.Match[str]) -> str:
         candidate = run[start:]
         groups = [g for g in p.IP_SEPARATOR.split(candidate) if g]
         if len(groups) >= 2 and ":" in candidate and p.is_ip(candidate):
-            if candidate in p.KEEP_IPS:
-                return whole
-            pseudonym = redactor.pseudonym("ip", candidate, p.ip_key(candidate))
-            return run[:start] + pseudonym + tail  # the zone is an interface name: kept
-    return whole
+            if candidate not in p.KEEP_IPS:
+                found = (start, candidate, p.ip_key(candidate))
+            break
+    if len(_IPV6_ADDRESSES) >= _MAX_IPV6_ADDRESSES:
+        _IPV6_ADDRESSES.clear()
+    _IPV6_ADDRESSES[cache_key] = found
+    return found
 
 
 def _ipv4(redactor: Redactor, match: re.Match[str]) -> str:
@@ -589,7 +615,9 @@ REPLACEMENTS: Final = (
         rb"lsb_project_name|#sbatch",
     ),
     Replacement("instance", p.INSTANCE, _instance, rb"i-[0-9a-f]{8}|instance[_-]?id"),
-    Replacement("serial", p.GPU_CSV_LINE, _csv_serials, rb"(?:^|,)\s*[0-9]{10,16}\s*(?:,|$)"),
+    Replacement(
+        "serial", p.GPU_CSV_LINE, _csv_serials, rb"(?:^|,)\s*[0-9]{10,16}\s*(?:,|$)", Start()
+    ),
     Replacement("gpu-uuid", p.GPU_UUID, _gpu_uuid, rb"(?:gpu|mig)-[0-9a-f]{8}-"),
     Replacement(
         "serial",
@@ -633,18 +661,25 @@ REPLACEMENTS: Final = (
         rb"[\"']?\s*[=:]|"
         rb"[ug]id=[0-9]+\(|owned by|for user |--(?:wandb[_-])?entity[= ]",
     ),
-    Replacement("user", p.LS_OWNER, _owner, rb"^[-dlcbps][rwxst-]{9}"),
+    Replacement("user", p.LS_OWNER, _owner, rb"^[-dlcbps][rwxst-]{9}", Start()),
     Replacement("user", p.USER_AT_HOST, _user_at_host, rb"[a-z0-9_.-]@[a-z0-9]"),
     Replacement("user", p.WANDB_ENTITY, _wandb_entity, rb"logged in as|wandb\.ai/"),
-    Replacement("host", p.NCCL_HOST, _prefixed(_host), rb"[a-z0-9]:[0-9]+:[0-9]+ \[[0-9]+\]"),
+    Replacement(
+        "host",
+        p.NCCL_HOST,
+        _prefixed(_host),
+        rb"[a-z0-9]:[0-9]+:[0-9]+ \[[0-9]+\]",
+        Before(p.NCCL_AFTER),
+    ),
     Replacement(
         "host",
         p.SYSLOG_HOST,
         _prefixed(_host),
         rb"^(?:[a-z]{3} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}|"
         rb"[0-9]{4}-[0-9]{2}-[0-9]{2}t[0-9:.])",
+        Start(),
     ),
-    Replacement("host", p.PREFIX_HOST, _prefix_host, rb"^[ \t]*[a-z]+[0-9-][a-z0-9-]*: "),
+    Replacement("host", p.PREFIX_HOST, _prefix_host, rb"^[ \t]*[a-z]+[0-9-][a-z0-9-]*: ", Start()),
     Replacement(
         "host",
         p.KV_HOST,
@@ -665,7 +700,7 @@ REPLACEMENTS: Final = (
         rb"connecting to |connection to |resolve host|unknown host|hostfile\s|"
         rb"virtualmachines/|pdsh@",
     ),
-    Replacement("host", p.HOSTFILE, _prefixed(_host), rb"\sslots\s*="),
+    Replacement("host", p.HOSTFILE, _prefixed(_host), rb"\sslots\s*=", Start()),
     Replacement(
         "host",
         p.HOST_PORT,
