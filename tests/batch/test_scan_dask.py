@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from crashlens.batch.dask_engine import SLURM_HINT, DaskEngine
 from crashlens.batch.engine import EngineChoice, EngineError
-from crashlens.batch.jobs import discover_jobs
+from crashlens.batch.jobs import JobSpec, discover_jobs
 from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
 from crashlens.batch.task_sizing import DASK_TASK, TaskSize
@@ -55,6 +55,36 @@ def test_rows_identical_on_every_engine(tmp_path: Path, cluster: str) -> None:
         assert outcome.summary["workers"] == 2
         assert _rows(outcome.rows) == _rows(local.rows), name
         assert _table(out).equals(_table(tmp_path / "local")), name
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked where fork exists")
+def test_local_cluster_workers_are_forked_with_what_the_driver_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--dask local` forks its workers from the driver, as the local pool does: they inherit
+    its rule library (the very objects, at the same addresses) and its code (here a stand-in
+    analysis that reports where it runs), and Dask does not set MALLOC_TRIM_THRESHOLD_ for
+    them (it cost every job page faults): they have the driver's environment."""
+    from crashlens.batch import job as job_module
+    from crashlens.match.site import library
+
+    def where(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
+        seen = {
+            "parent": os.getppid(),
+            "trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+            "library": id(library()),
+        }
+        return JobRow.for_job(job, json.dumps(seen))
+
+    root = generated_archive(tmp_path / "archive", 6)
+    trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
+    monkeypatch.setattr(job_module, "analyze_job", where)
+    engine = DaskEngine(EngineChoice(dask="local"), str(root), 2, "auto")
+    rows = list(engine.run(discover_jobs(root)))
+    expected = {"parent": os.getpid(), "trim": trim, "library": id(library())}
+    assert len(rows) == 6
+    assert [json.loads(row.reason or "{}") for row in rows] == [expected] * 6
+    assert os.environ.get("MALLOC_TRIM_THRESHOLD_") == trim  # nor set in the driver's
 
 
 def test_dask_on_the_command_line(tmp_path: Path, cluster: str) -> None:

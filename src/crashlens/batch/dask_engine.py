@@ -10,7 +10,11 @@ filesystem) and have crashlens installed.
 
 Warm workers. Before the first batch, every worker loads the rule library and the scan
 database (`dask_worker.WarmWorker`, a worker plugin: also on a worker that joins or restarts
-later), so no task pays for it; `startup_s` is how long the cluster took to be ready.
+later), so no task pays for it; `startup_s` is how long the cluster took to be ready. The
+workers of `--dask local` are forked from the driver once it has loaded them, as the local
+pool's are (`_start_method`): they inherit the imports, the library and the database instead
+of paying for them each, and the settings of `LOCAL_CLUSTER_CONFIG` spare them Dask's costs a
+scan does not need.
 
 Faults. When a worker dies (SIGKILL, the OOM killer, a lost node) the scheduler fails the
 tasks it held with `KilledWorker` once they were on more dying workers than its
@@ -46,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crashlens.batch import task_sizing
-from crashlens.batch.dask_worker import SiteFiles, WarmWorker, analyze_batch, loaded_code
+from crashlens.batch.dask_worker import SiteFiles, WarmWorker, analyze_batch, load, loaded_code
 from crashlens.batch.engine import EngineChoice, EngineError
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.pool import crashed_row, timed_out_row
@@ -68,6 +72,18 @@ LOCAL_CLUSTER_CONFIG = {
     # The statistical profiler samples every worker thread's stack every 10 ms for a
     # dashboard nobody opens here: a few % of each worker's CPU (bench/scan_scale.py).
     "distributed.worker.profile.enabled": False,
+    # Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also pins glibc's mmap
+    # threshold at 128 KB: every buffer of a job's log (hundreds of KB) is then mapped,
+    # faulted in page by page and unmapped, and the heap is trimmed after each free. A
+    # worker took 9x the page faults of a pool worker and 5-10 % more CPU per job for the
+    # same jobs (bench/scan_scale.py); without it glibc sizes its thresholds itself.
+    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+    # Every scheduler, nanny and worker wakes its event loop every 20 ms to time it: on 2
+    # cores that alone was 9 % of a core for an idle cluster, and each wake-up takes the GIL
+    # from a worker's analysis. A blocked loop is still reported (after 3 s, `tick.limit`).
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.memory.monitor-interval": "500ms",
 }
 """Dask settings of the clusters `--dask local` starts (a site's cluster keeps its own)."""
 INSTALL_HINT = "Dask is not installed: pip install 'crashlens[dask]'"
@@ -165,7 +181,15 @@ class DaskEngine:
             closers.append(client.close)
             return client
         if spec == "local":
-            with dask.config.set(LOCAL_CLUSTER_CONFIG), _deferred():
+            method = _start_method()
+            if method == "fork":
+                load(self.backend, _site_files())  # before the fork: the workers inherit it
+            # Kept for the cluster's life: a worker its nanny restarts starts the same way.
+            settings = dask.config.set(
+                {**LOCAL_CLUSTER_CONFIG, "distributed.worker.multiprocessing-method": method}
+            )
+            closers.append(lambda: settings.__exit__(None, None, None))
+            with _deferred():
                 cluster = LocalCluster(
                     n_workers=count,
                     threads_per_worker=1,
@@ -319,6 +343,16 @@ def _deferred() -> Iterator[None]:
             previous(signal.SIGINT, None)  # Python's own handler raises KeyboardInterrupt
         elif previous == signal.SIG_DFL:
             raise KeyboardInterrupt
+
+
+def _start_method() -> str:
+    """How `--dask local` starts its workers: forked where the platform can (as the local
+    pool's are), so they inherit the driver's imports, rule library and scan database. A
+    spawned worker imports Dask and crashlens and loads the library itself: about 1 s of CPU
+    each before its first task (bench/scan_scale.py)."""
+    import multiprocessing
+
+    return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 def _restart_holders(client: Client, keys: list[str]) -> None:

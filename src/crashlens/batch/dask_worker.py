@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
+import os
 from typing import Any
 
 from distributed import WorkerPlugin
@@ -42,7 +43,9 @@ upgrade keeps running the old code even though the files on disk changed."""
 _SITES: dict[str, SiteFiles] = {}
 """Site rule files this worker was sent, by digest."""
 _PREPARED: set[tuple[str, str]] = set()
-"""(backend, site digest) whose scan database this process has built."""
+"""(backend, site digest) whose scan database this process has built (or inherited)."""
+_FROZEN_IN: int | None = None
+"""The process that froze its heap after the warm-up (a forked worker inherits another's)."""
 
 
 class UnknownSiteRules(LookupError):
@@ -58,9 +61,12 @@ def site_digest(site: SiteFiles) -> str:
     return digest.hexdigest()
 
 
-def warm(backend: str, site: SiteFiles) -> str:
+def load(backend: str, site: SiteFiles) -> str:
     """Build (or load from the disk cache) what the analysis needs, once per process and set
-    of site rule files; keep the files for the tasks that name them. Their digest."""
+    of site rule files; keep the files for the tasks that name them. Their digest.
+
+    The driver of `--dask local` calls it before it forks the workers, as the local pool's
+    parent does: they inherit the library and the database instead of building their own."""
     from crashlens.match.site import carrying
 
     key = site_digest(site)
@@ -69,11 +75,23 @@ def warm(backend: str, site: SiteFiles) -> str:
         with carrying(site):
             prepare(backend)
         _PREPARED.add((backend, key))
-        # The library, the database and Dask's own modules live as long as the worker: out
-        # of the garbage collector's sight, its full collections walk only what the analysis
-        # allocates (about a quarter less CPU per job in a Dask worker, bench/scan_scale.py).
-        gc.collect()
+    return key
+
+
+def warm(backend: str, site: SiteFiles) -> str:
+    """`load`, then freeze this worker's heap once: the library, the database and Dask's own
+    modules live as long as the worker, so out of the garbage collector's sight its full
+    collections walk only what the analysis allocates (about a quarter less CPU per job in a
+    Dask worker, bench/scan_scale.py). A forked worker freezes what it inherited, as the
+    local pool's workers do. The site rules' digest."""
+    global _FROZEN_IN
+    built = (backend, site_digest(site)) not in _PREPARED
+    key = load(backend, site)
+    if built or os.getpid() != _FROZEN_IN:
+        if built:  # not inherited: the build's garbage is still in the heap
+            gc.collect()
         gc.freeze()
+        _FROZEN_IN = os.getpid()
     return key
 
 
@@ -107,7 +125,7 @@ def analyze_batch(
         files = _SITES.get(site)
         if files is None:
             raise UnknownSiteRules(f"site rules {site} were never sent to this worker")
-        if (backend, site) not in _PREPARED:
+        if (backend, site) not in _PREPARED or os.getpid() != _FROZEN_IN:
             warm(backend, files)
     else:
         files = site
