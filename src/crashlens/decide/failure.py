@@ -49,7 +49,7 @@ from functools import cache
 
 from crashlens.decide.cuda_unloading import SAYS as UNLOADING_SAYS
 from crashlens.decide.cuda_unloading import shows_unloading
-from crashlens.decide.ignored import without_ignored
+from crashlens.decide.ignored import LIFESPAN_SAYS, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
 from crashlens.decide.stop_order import FailureFirst, Progress, cause_level, failure_before_stop
@@ -492,6 +492,8 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
     teardown = item.attr("teardown")
     if teardown == "shutdown":
         add(Ending.COMPLETED, "exit-0", "the last error was raised as the interpreter shut down")
+    elif teardown == "lifespan":
+        add(Ending.STOPPED, "interrupt", LIFESPAN_SAYS)
     elif teardown is not None:
         return  # Python reported and ignored it (a thread's or a finalizer's exception)
     elif kind in ("traceback", "exception"):

@@ -13,15 +13,32 @@ harmless (`why_harmless`) instead of only that the log simply stops.
 
 A thread's uncaught exception (`thread`) is kept: that thread is gone, and a training loop
 waiting on it (a pin-memory or loader thread) can hang or fail because of it.
+
+Two more reports are known by the files their traceback ran through (`python.stack`), which
+the decision reads before anything else (`with_known_reports`, called by `decide.policy`):
+
+* `tracker`: a traceback whose every frame is in multiprocessing's resource tracker (or its
+  Python 3.7 name, `semaphore_tracker.py`, or loky's copy): the tracker is a process of its
+  own whose loop catches each command's exception, prints it through `sys.excepthook` and
+  reads the next command. A `KeyError` there is the tracker told twice to forget a shared
+  memory segment that several processes registered (a known CPython bug): nothing failed.
+* `lifespan`: asyncio's `CancelledError` raised in uvicorn's lifespan `receive()`: the ASGI
+  lifespan task waits there for the shutdown message, and is cancelled instead when the
+  server's event loop is torn down at exit (a stop signal, Ctrl-C, with requests or workers
+  still running). A server's shutdown, which `decide.failure` reads as a stop.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 
-from crashlens.model import Fact, Hit
+from crashlens.model import Fact, FactValue, Hit, InputAnalysis
 
-IGNORED_REPORTS = frozenset({"finalizer", "shutdown", "handled", "cancelled"})
+IGNORED_REPORTS = frozenset(
+    {"finalizer", "shutdown", "handled", "cancelled", "tracker", "lifespan"}
+)
 """`teardown` kinds of a `python.exception` whose process went on (or was exiting)."""
 WHY_HARMLESS = {
     "cancelled": "TensorFlow cancelled a pending enqueue as its queue or session closed: a "
@@ -32,6 +49,12 @@ WHY_HARMLESS = {
     "shutdown": "raised by an `atexit` handler as the interpreter exited, after the program's "
     "own code had returned",
     "handled": "printed by an `except` block that caught it and went on",
+    "tracker": "printed by multiprocessing's resource tracker, a process of its own that "
+    "catches each command's error, prints it and goes on (a segment registered by several "
+    "processes and unregistered twice: a known CPython bug, python/cpython#82300), not by the "
+    "run",
+    "lifespan": "the server's lifespan task, cancelled as its event loop shut down (uvicorn's "
+    "shutdown on a stop signal: Ctrl-C, SIGTERM), not an error of the application",
 }
 """Why each kind of report the process went on from is harmless, as a clause."""
 MAX_LISTED = 8
@@ -77,3 +100,73 @@ def why_harmless(facts: Sequence[Fact]) -> list[str]:
         listed.append(f"{place}: `{shown}`; {WHY_HARMLESS[str(item.attr('teardown'))]}.")
     more = len(listed) - MAX_LISTED
     return listed[:MAX_LISTED] + ([f"... and {more} more such lines."] if more > 0 else [])
+
+
+TRACKER_FILE = re.compile(r"(?:^|[/\\])(?:resource_tracker|semaphore_tracker)\.py$")
+"""multiprocessing's resource tracker (`semaphore_tracker.py` before Python 3.8), or loky's."""
+LIFESPAN_FILE = re.compile(r"(?:^|[/\\])uvicorn[/\\]lifespan[/\\]on\.py$")
+"""uvicorn's lifespan protocol, whose `receive()` the ASGI app's lifespan task awaits."""
+CANCELLED = re.compile(r"^(?:asyncio\.(?:exceptions\.)?)?CancelledError$")
+"""asyncio's cancellation, as Python prints it (3.8+: `asyncio.exceptions.CancelledError`)."""
+REPORT_KEYS = frozenset({"python.exception", "log.ends_with"})
+
+
+def known_report(stack: Fact) -> str | None:
+    """The teardown kind a traceback's files show (`tracker`, `lifespan`), or None."""
+    files = [f for f in str(stack.attr("frames") or stack.value).split("|") if f]
+    exception = str(stack.attr("exception") or "")
+    if files and all(TRACKER_FILE.search(f) for f in files):
+        return "tracker"
+    if CANCELLED.search(exception) and any(LIFESPAN_FILE.search(f) for f in files):
+        return "lifespan"
+    return None
+
+
+def with_known_reports(analyses: Sequence[InputAnalysis]) -> list[InputAnalysis]:
+    """The analyses, with each exception of a report known by its traceback's files (see the
+    module docstring) marked as the parser marks the reports it knows (`teardown`), and the
+    log's ending at such an exception line too."""
+    return [_marked(analysis) for analysis in analyses]
+
+
+def _marked(analysis: InputAnalysis) -> InputAnalysis:
+    kinds: dict[tuple[str, int], str] = {}
+    for item in analysis.facts:
+        if item.key == "python.stack" and item.lineno is not None:
+            kind = known_report(item)
+            if kind is not None:
+                kinds[(item.path, item.lineno)] = kind
+    if not kinds:
+        return analysis
+    messages = {
+        str(item.value): kinds[(item.path, item.lineno)]
+        for item in analysis.facts
+        if item.key == "python.exception"
+        and item.lineno is not None
+        and (item.path, item.lineno) in kinds
+    }
+    facts = tuple(_with_kind(item, kinds, messages) for item in analysis.facts)
+    return replace(analysis, facts=facts)
+
+
+def _with_kind(item: Fact, kinds: dict[tuple[str, int], str], messages: dict[str, str]) -> Fact:
+    if item.key not in REPORT_KEYS or item.attr("teardown") is not None or item.lineno is None:
+        return item
+    kind = kinds.get((item.path, item.lineno))
+    if kind is None and item.key == "log.ends_with" and item.value == "traceback":
+        # the last of several identical reports closes the log; the first carries the stack
+        kind = messages.get(item.text.strip())
+    if kind is None:
+        return item
+    attrs: tuple[tuple[str, FactValue], ...] = (
+        *((name, value) for name, value in item.attrs if name != "teardown"),
+        ("teardown", kind),
+    )
+    return replace(item, attrs=attrs)
+
+
+LIFESPAN_SAYS = (
+    "the log ends with the server's lifespan task cancelled as its event loop shut down "
+    "(uvicorn's shutdown on a stop signal: Ctrl-C, SIGTERM)"
+)
+"""The stop a `lifespan` report at the end of a log shows (`decide.failure`)."""

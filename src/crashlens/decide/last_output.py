@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from crashlens.decide.severity import Level, level_of
 from crashlens.model import Fact
 
 _PREFIX = r"^(?:\[[^\]\n]{1,60}\]:?[ \t]*)*"
@@ -56,7 +57,9 @@ WORDINGS: tuple[Wording, ...] = (
     # must say what finished, so that `loading done, starting training` is not one.
     Wording(
         "finished",
-        re.compile(_PREFIX + r"(?:all )?(?:done|finished|complete|completed)[.!]?$", re.I),
+        re.compile(
+            _PREFIX + r"(?:all )?(?:done|finished|complete|completed|success|succeeded)[.!]?$", re.I
+        ),
         "the program's last words say it finished",
     ),
     Wording(
@@ -65,6 +68,8 @@ WORDINGS: tuple[Wording, ...] = (
             r"\b(?:[Ff]inished|[Dd]one) (?:training|in [0-9])|\b[Ff]inished training loop"
             r"|\b(?:[Tt]raining|[Dd]iagnostics|[Bb]enchmark|[Ee]valuation|[Ii]nference|[Tt]ests?)"
             r" (?:complete|completed|finished|done|succeeded|passed)\b"
+            r"|\b(?:[Rr]un|[Jj]ob|[Tt]raining|[Ee]valuation|[Ee]xperiment) (?:has )?"
+            r"(?:completed|finished) successfully\b"
         ),
         "the program says it finished",
     ),
@@ -132,6 +137,16 @@ WORDINGS: tuple[Wording, ...] = (
         re.compile(r"\bcontainer stop [0-9a-f]{12,64}\b"),
         "Docker recorded the container stopped through its API (`docker stop`)",
     ),
+    # uvicorn: its supervisor (`--workers`, `--reload`) leaves its loop only on a stop signal
+    # (SIGINT, SIGTERM) and then says so; a server process says `Finished server process` once
+    # its main loop, ended by such a signal, has shut the server down.
+    Wording(
+        "stopped",
+        re.compile(
+            r"Stopping (?:parent|reloader) process \[[0-9]+\]|Finished server process \[[0-9]+\]"
+        ),
+        "the server shut down as it does on a stop signal (uvicorn: Ctrl-C, SIGTERM)",
+    ),
     # NCCL's return-code trace: each function an error passes through logs `file.cc:LINE ->
     # CODE` (INFO) as it returns the error; a code of 0 is success.
     Wording(
@@ -166,24 +181,32 @@ WORDINGS: tuple[Wording, ...] = (
         re.compile(r"^\{'[A-Za-z_/]+': -?[0-9][^,{}]*(?:, '[A-Za-z_/]+': -?[0-9][^,{}]*){2,}\}$"),
         "the training loop was reporting its metrics",
     ),
-    # A warning's level says the program goes on: glog/c10 `[W`, `W0515`, TensorFlow's
-    # `W tensorflow/`, logging's WARNING, Python's `...Warning:` categories; and the source
-    # line Python's warnings module prints under a warning, indented by two spaces (a
-    # traceback indents its source lines by four).
+    # The source line of a warning (`warnings.warn(...)`) shown under it; a warning's own
+    # record is read by its level marker (`decide.severity`).
     Wording(
         "notice",
-        re.compile(
-            r"\[W(?:[0-9]{4} [0-9:.]+ | )[A-Za-z0-9_]+\.(?:cpp|cc|h|hpp):[0-9]+\]"
-            r"|^W[0-9]{4} |\bW tensorflow/|^WARNING\b|^[A-Za-z.]*Warning: "
-            # a logging record's level field: `mod:35 WARNING -> `, ` - WARNING - `, `[WARN]`
-            r"|(?:^|[ \t|\[])WARN(?:ING)?(?:[ \t]*(?:->|[:|\]])|[ \t]+-[ \t])"
-            r"|^[^ \n]+:[0-9]+: [A-Za-z]*Warning: |\bwarnings\.warn\("
-        ),
+        re.compile(r"\bwarnings\.warn\("),
         "the program logged a warning, which it goes on from",
+    ),
+    # Python's unraisable hook (`sys.unraisablehook`) prints `Exception ignored in: <obj>` for
+    # an exception raised where it cannot propagate (a `__del__`, a weakref callback, a
+    # generator closed by the collector): the interpreter reports it and carries on, so it
+    # never ends a process, whatever its traceback shows.
+    Wording(
+        "notice",
+        re.compile(r"^[ \t]*Exception ignored (?:in|on calling|while)\b"),
+        "Python reported an exception it ignores (`Exception ignored in`: sys.unraisablehook, "
+        "for a finalizer's or a callback's exception, which cannot propagate)",
     ),
 )
 """What a last output line may say, the most telling first."""
 
+WARNING_RECORD = Wording(
+    "notice",
+    re.compile(r"(?!)"),  # read by `level_of`, never by a pattern of its own
+    "the program logged a warning (its level marker says so), which it goes on from",
+)
+"""A record whose own level marker is a warning (`decide.severity`)."""
 SOURCE_LINE = re.compile(r"^  (?! )(?!File \")\S")
 """The source line `warnings.formatwarning` prints under a warning: two spaces, then code."""
 WARNING_SAYS = "the program logged a warning (its source line ends the log), which it goes on from"
@@ -217,6 +240,8 @@ def read_last_output(raw: str, text: str) -> Wording | None:
         for wording in WORDINGS:
             if wording.pattern.search(line):
                 return wording
+    if any(level_of(line) is Level.WARNING for line in (text, raw)):
+        return WARNING_RECORD
     if SOURCE_LINE.search(raw):
         return Wording("notice", SOURCE_LINE, WARNING_SAYS)
     return None

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from crashlens.decide.explain import apply_explanations
 from crashlens.decide.failure import assess
-from crashlens.decide.ignored import without_ignored
+from crashlens.decide.ignored import with_known_reports, without_ignored
 from crashlens.decide.unended import ended_process, unended
 from crashlens.match.rules import Rule, rule_index
 from crashlens.model import (
@@ -250,6 +250,7 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     """Rank the categories from every input's hits and facts, once the failure detector
     (`decide.failure`) has said how the run ended: a death sign means a failure is seen
     whatever the rules matched; a finish or an outside stop means no failure at all."""
+    analyses = with_known_reports(analyses)  # reports known by their traceback's files
     assessment = assess(analyses, rules)
     index = rule_index(rules)
     knock_on, failure_rules = index.knock_on, index.failure

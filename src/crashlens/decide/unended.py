@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from crashlens.decide.harmless_output import harmless_entry, why
 from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.never_started import never_scheduled
@@ -62,6 +63,8 @@ class Alarm:
     path: str
     lineno: int
     says: str
+    why: str | None = None
+    """Why the line is harmless, when its project says so (`decide.harmless_output`)."""
 
 
 def running_state(facts: Sequence[Fact]) -> Fact | None:
@@ -142,7 +145,7 @@ def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm
     """The lines of one log that look alarming: a rule's line, an NCCL WARN, an exception
     the process reported and went on from; once per line, in order."""
     found = [
-        Alarm(h.path, h.lineno, f"`{_short(h.text.strip())}` ({h.rule_id})")
+        Alarm(h.path, h.lineno, f"`{_short(h.text.strip())}` ({h.rule_id})", _why(h.text))
         for h in hits
         if h.path == path and h.lineno is not None and not h.against
     ]
@@ -170,6 +173,11 @@ def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm
     return [kept[line] for line in sorted(kept)]
 
 
+def _why(text: str) -> str | None:
+    entry = harmless_entry(text)
+    return why(entry) if entry is not None else None
+
+
 def _ongoing(
     facts: Sequence[Fact], hits: Sequence[Hit], lasts: Sequence[Fact]
 ) -> Assessment | None:
@@ -186,10 +194,13 @@ def _ongoing(
         line = last.lineno or 0
         alarms = _alarms(facts, hits, last.path)
         wording = read_last_record(last)
+        known = harmless_entry(last.text)
         if wording is not None and wording.kind == "unwinding":
             return None  # the error of its last alarm was still propagating
         if wording is not None and wording.kind == "notice":
             says = f"its last line shows it going on: {wording.says}"
+        elif known is not None and all(a.lineno < line or a.why for a in alarms):
+            says = f"its last line is output its project calls harmless ({known.id})"
         elif reports and all((a.path, a.lineno) in reported for a in alarms):
             says = "its errors are reports the process went on from"
         elif alarms and max(a.lineno for a in alarms) < line:
@@ -197,14 +208,10 @@ def _ongoing(
         else:
             return None
         shown.append((last, says))
-        harmless += [
-            f"{a.path}:{a.lineno}: {a.says}; the run went on after it (its log goes on to line "
-            f"{line}), and no failure line follows."
-            for a in alarms
-            if a.lineno < line
-        ]
+        harmless += [_judged(a, line) for a in alarms if a.why is not None or a.lineno < line]
     first, says = shown[0]
-    listed = reports or harmless
+    known_lines = [h for h in harmless if "; known harmless: " in h]
+    listed = reports + known_lines if reports else harmless
     more = len(listed) - MAX_LISTED
     listed = listed[:MAX_LISTED] + ([f"... and {more} more such lines."] if more > 0 else [])
     return Assessment(
@@ -216,6 +223,17 @@ def _ongoing(
             "are harmless (judged below)."
         ),
         harmless=tuple(listed),
+    )
+
+
+def _judged(alarm: Alarm, line: int) -> str:
+    """Why an alarming line of a run going on well is harmless, as a sentence."""
+    place = f"{alarm.path}:{alarm.lineno}: {alarm.says}"
+    if alarm.why is not None:
+        return f"{place}; {alarm.why}."
+    return (
+        f"{place}; the run went on after it (its log goes on to line {line}), and no failure "
+        "line follows."
     )
 
 
