@@ -431,6 +431,8 @@ PERSONAL_SAMPLES = frozenset(
         "launcher/torchrun_legacy_logging_dataloader_bus_error_sigbus_REPRO.log",
         "launcher/torchrun_nccl_watchdog_timeout_sigabrt_REPRO.log",
         "launcher/torchrun_rank_prefixed_cuda_oom_error_file_two_failures_REPRO.log",
+        "mounts/findmnt_o_target_source_fstype_ecryptfs_home_REPRO.txt",
+        "mounts/findmnt_util_linux_outputs_default_ascii_tree.txt",
         "nvidia_smi/list_L_590.48.01_h100_mig.txt",
         "nvidia_smi/q_460.32.03_8xa100.txt",
         "nvidia_smi/q_535.154.05_8xh100.txt",

@@ -47,6 +47,8 @@ class InputKind(StrEnum):
     SLURM_JOB = "slurm_job"
     """Slurm's record of a job: `sacct` (`--parsable2` or the fixed-width table) and
     `scontrol show job`."""
+    MOUNTS = "mounts"
+    """A mount table: `findmnt`, `mount` or `/proc/mounts` (which filesystem type is where)."""
     OTHER = "other"
     """Plain text of unknown origin: every line is still scanned by the generic rules."""
 
