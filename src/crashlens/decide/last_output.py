@@ -6,24 +6,28 @@ in wording of their own, and an excerpt ends wherever its author stopped copying
 no ending the parsers name. This module reads that one line for what it still tells:
 
 * `finished`: the program says it finished (`Finished training loop.`, `finished in 00:03:12`,
-  a bare `done.`, torchelastic's `Done waiting for other agents` after its workers succeeded,
-  the closing summary of nccl-tests). A finish sign, counted only when nothing died.
+  a bare `done.` or `success!`, `run completed successfully`, torchelastic's `Done waiting for
+  other agents` after its workers succeeded, the closing summary of nccl-tests). A finish sign,
+  counted only when nothing died.
 * `exiting`: chatter that processes print as they exit (PyTorch's process group destroyed
-  without `destroy_process_group()`, in torch 2.4's and 2.5's wordings; multiprocessing's resource
-  tracker finding leaked semaphores at shutdown; a CUDA IPC producer gone before its
-  consumers; NCCL's proxy threads closing connections; TensorFlow skipping a queue's
-  cancelled enqueue as its session closes; Ray shutting down). A finish sign too.
+  without `destroy_process_group()`, in torch 2.4's and 2.5's wordings; multiprocessing's
+  resource tracker finding leaked semaphores at shutdown; a CUDA IPC producer gone before its
+  consumers; NCCL's proxy threads closing connections; TensorFlow skipping a queue's cancelled
+  enqueue as its session closes; Ray shutting down). A finish sign too.
 * `stopped`: a stop from outside: the launcher passing a signal that only comes from outside
-  (SIGHUP: the terminal closed; SIGINT: Ctrl-C) on to its workers; Docker's `stop` event,
-  which the daemon records only when the container was stopped through its API (`docker
-  stop`, a compose `down`).
+  (SIGHUP: the terminal closed; SIGINT: Ctrl-C) on to its workers; Docker's `stop` event, which
+  the daemon records only when the container was stopped through its API (`docker stop`, a
+  compose `down`); uvicorn's supervisor stopping, or its server process finished, which a stop
+  signal brings about.
 * `unwinding`: an error still propagating where the log ends (NCCL's return-code trace,
   `group.cc:75 -> 1`): the lines after an alarm that are only this are the failure going on,
   not the run.
-* `notice`: a line a program prints and goes on from by design: a warning (its level says
-  so), an fp16 loss-scale overflow that skips a step, a client entering its retry loop, a
-  server that is up or answering requests, a metrics report of the training loop. Not an
-  ending: with nothing failed, the run was going on where the log ends (`Ending.ONGOING`).
+* `notice`: a line a program prints and goes on from by design: a warning (its own level marker
+  says so: `decide.severity`), Python's `Exception ignored in` report (the unraisable hook's,
+  which never ends a process), an fp16 loss-scale overflow that skips a step, a client entering
+  its retry loop, a server that is up or answering requests, a metrics report of the training
+  loop. Not an ending: with nothing failed, the run was going on where the log ends
+  (`Ending.ONGOING`).
 
 Each entry names what it shows as a clause for the report. Nothing here decides: the failure
 detector weighs these against the other signs.

@@ -58,7 +58,7 @@ NAMES = {
 _NAME = r"(?P<name>DEBUG|TRACE|INFO|NOTICE|WARN(?:ING)?|ERR(?:OR)?|CRITICAL|FATAL)"
 _LETTER_MARKERS = (
     # glog: `W0515 10:02:03.123456 1234 file.cc:88]`
-    re.compile(r"^(?P<letter>[IWEF])[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}"),
+    re.compile(r"^(?P<letter>[IWEF])[0-9]{4} "),
     # c10's bracketed glog: `[W pthreadpool-cpp.cc:88]`, `[W515 10:02:03.1 file.cpp:88]`
     re.compile(r"\[(?P<letter>[IWEF])(?:[0-9]{3,4} [0-9:.]+(?: [0-9]+)?)? [^ \]\n]+:[0-9]+\]"),
     # onnxruntime: `[W:onnxruntime:Default, file.cc:1671 function]`
@@ -67,13 +67,12 @@ _LETTER_MARKERS = (
     re.compile(r"(?:^|[ \t])(?P<letter>[IWEF]) tensorflow/"),
 )
 _NAME_MARKERS = (
-    # `WARNING:` at the start (basicConfig, uvicorn's padded `INFO:     `)
-    re.compile(r"^" + _NAME + r":"),
-    # `[WARNING]`, `[ WARN ]`, `[INFO ]`
+    # a level field: `WARNING:` (basicConfig, uvicorn's padded `INFO:     `), `[WARN]`,
+    # `| WARNING |`, ` - WARNING - `, `mod:35 WARNING -> `
+    re.compile(r"(?:^|[ \t|\[])" + _NAME + r"(?:[ \t]*(?:->|[:|\]])|[ \t]+-[ \t])"),
+    # `[ WARN ]`, `[INFO ]`, and a level that starts the line (`WARNING the ...`)
     re.compile(r"\[[ \t]*" + _NAME + r"[ \t]*\]"),
-    # ` - WARNING - `, `| WARNING |`, ` WARNING -> `
-    re.compile(r"(?:^|[ \t])[-|][ \t]*" + _NAME + r"[ \t]*[-|:]"),
-    re.compile(r"(?:^|[ \t])" + _NAME + r"[ \t]*->"),
+    re.compile(r"^" + _NAME + r"\b"),
     # Ray `WARNING worker.py:1072 --`, vLLM `INFO 06-21 19:23:24 file.py:63]`
     re.compile(
         r"(?:^|[ \t\]])" + _NAME + r"[ \t]+(?:[0-9]{2}-[0-9]{2} [0-9:]{8} )?[\w./-]+\.py:[0-9]+\b"

@@ -14,12 +14,14 @@ failure detector finds no ending, this module tells apart:
 4. **The run was going on well where its log ends** (`ongoing`): no failure line and no
    uncaught exception, and each of the run's logs either ends at a line the program prints and
    goes on from (`decide.last_output`: a warning, a skipped fp16 step, a retry, a server
-   answering, a metrics report), or goes on past every line of it that looks alarming (a
-   context rule's line, an NCCL WARN, an exception the process reported and went on from, a
-   warning with the run's progress after it: `log.last_warning`), unless its last line is an
-   error still propagating (NCCL's return-code trace).
+   answering, a metrics report), or at output its own project calls harmless (the catalog
+   `tables/harmless_output.toml`, `decide.harmless_output`), or goes on past every line of it
+   that looks alarming (a context rule's line, an NCCL WARN, an exception the process reported
+   and went on from, a warning with the run's progress after it: `log.last_warning`), unless
+   its last line is an error still propagating (NCCL's return-code trace).
    That is what an excerpt of scary-but-harmless lines looks like: the report lists each line
-   and why it is harmless, and the verdict is `none`.
+   and why it is harmless (for a catalog entry, its reason and its project's source), and the
+   verdict is `none`.
 5. **Otherwise the log stops** (`unknown`, citing its last line): the verdict is never `none`
    (`policy` counts a failure as possible: `unended`); the reason says what the end looks
    like (training in progress or not yet started) and what to collect to learn how it ended:
