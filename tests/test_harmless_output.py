@@ -223,16 +223,38 @@ def test_a_cancelled_error_of_the_applications_own_code_still_counts(tmp_path: P
 @pytest.mark.parametrize(
     "last",
     [
-        # Kludex/uvicorn#2173 and fastapi/fastapi#4427: the server's own stop lines
-        "INFO:     Finished server process [3840]",
+        # fastapi/fastapi#4427 (--reload) and Kludex/uvicorn#1649 (--workers): the supervisor
         "INFO:     Stopping reloader process [4558]",
+        "INFO:     Stopping parent process [7]",
     ],
 )
-def test_uvicorns_stop_lines_are_a_stop(tmp_path: Path, last: str) -> None:
-    text = 'INFO:     127.0.0.1:58584 - "GET /close HTTP/1.1" 200 OK\nINFO:     Shutting down\n'
+def test_uvicorns_supervisor_stopping_is_a_stop(tmp_path: Path, last: str) -> None:
+    text = "INFO:     Shutting down\nINFO:     Finished server process [3840]\n"
     report = _report(tmp_path, text + last + "\n")
     assert _ending(report) is Ending.STOPPED
     assert report.verdict is Verdict.NONE
+
+
+ENGINE_DIED = (
+    "Traceback (most recent call last):\n"
+    '  File "/opt/vllm/engine/async_llm_engine.py", line 42, in run_engine_loop\n'
+    "    done, _ = await asyncio.wait(requests_in_progress)\n"
+    "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.\n"
+)
+
+
+def test_a_server_brought_down_by_an_error_is_no_stop(tmp_path: Path) -> None:
+    # the server process's own shutdown lines follow any exit of its main loop
+    text = ENGINE_DIED + "INFO:     Shutting down\nINFO:     Finished server process [3840]\n"
+    report = _report(tmp_path, text)
+    assert _ending(report) is not Ending.STOPPED
+    assert report.verdict is not Verdict.NONE
+
+
+def test_a_lifespan_cancelled_after_an_error_is_no_stop(tmp_path: Path) -> None:
+    report = _report(tmp_path, ENGINE_DIED + LIFESPAN_CANCELLED)
+    assert _ending(report) is Ending.DIED
+    assert report.verdict is not Verdict.NONE
 
 
 def test_a_stop_after_a_failure_line_is_the_failures_teardown(tmp_path: Path) -> None:

@@ -25,7 +25,9 @@ the decision reads before anything else (`with_known_reports`, called by `decide
 * `lifespan`: asyncio's `CancelledError` raised in uvicorn's lifespan `receive()`: the ASGI
   lifespan task waits there for the shutdown message, and is cancelled instead when the
   server's event loop is torn down at exit (a stop signal, Ctrl-C, with requests or workers
-  still running). A server's shutdown, which `decide.failure` reads as a stop.
+  still running). A server's shutdown, which `decide.failure` reads as a stop; but only with
+  no other uncaught exception in view: a server that an error brought down (an engine that
+  died, then the server shut down) is torn down the same way, and that error is the ending.
 """
 
 from __future__ import annotations
@@ -126,17 +128,33 @@ def with_known_reports(analyses: Sequence[InputAnalysis]) -> list[InputAnalysis]
     """The analyses, with each exception of a report known by its traceback's files (see the
     module docstring) marked as the parser marks the reports it knows (`teardown`), and the
     log's ending at such an exception line too."""
-    return [_marked(analysis) for analysis in analyses]
-
-
-def _marked(analysis: InputAnalysis) -> InputAnalysis:
     kinds: dict[tuple[str, int], str] = {}
-    for item in analysis.facts:
-        if item.key == "python.stack" and item.lineno is not None:
-            kind = known_report(item)
-            if kind is not None:
-                kinds[(item.path, item.lineno)] = kind
-    if not kinds:
+    for analysis in analyses:
+        for item in analysis.facts:
+            if item.key == "python.stack" and item.lineno is not None:
+                kind = known_report(item)
+                if kind is not None:
+                    kinds[(item.path, item.lineno)] = kind
+    if _uncaught_besides(analyses, kinds):
+        kinds = {place: kind for place, kind in kinds.items() if kind != "lifespan"}
+    return [_marked(analysis, kinds) for analysis in analyses]
+
+
+def _uncaught_besides(analyses: Sequence[InputAnalysis], kinds: dict[tuple[str, int], str]) -> bool:
+    """Whether an exception no report explains is in view (not a clean exit, not Ctrl-C)."""
+    return any(
+        item.key == "python.exception"
+        and item.attr("teardown") is None
+        and item.lineno is not None
+        and (item.path, item.lineno) not in kinds
+        and not str(item.value).startswith(("SystemExit", "KeyboardInterrupt"))
+        for analysis in analyses
+        for item in analysis.facts
+    )
+
+
+def _marked(analysis: InputAnalysis, kinds: dict[tuple[str, int], str]) -> InputAnalysis:
+    if not any(path == analysis.status.path for path, _ in kinds):
         return analysis
     messages = {
         str(item.value): kinds[(item.path, item.lineno)]

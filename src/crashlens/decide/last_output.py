@@ -17,8 +17,7 @@ no ending the parsers name. This module reads that one line for what it still te
 * `stopped`: a stop from outside: the launcher passing a signal that only comes from outside
   (SIGHUP: the terminal closed; SIGINT: Ctrl-C) on to its workers; Docker's `stop` event, which
   the daemon records only when the container was stopped through its API (`docker stop`, a
-  compose `down`); uvicorn's supervisor stopping, or its server process finished, which a stop
-  signal brings about.
+  compose `down`); uvicorn's supervisor stopping, which only a stop signal brings about.
 * `unwinding`: an error still propagating where the log ends (NCCL's return-code trace,
   `group.cc:75 -> 1`): the lines after an alarm that are only this are the failure going on,
   not the run.
@@ -142,14 +141,12 @@ WORDINGS: tuple[Wording, ...] = (
         "Docker recorded the container stopped through its API (`docker stop`)",
     ),
     # uvicorn: its supervisor (`--workers`, `--reload`) leaves its loop only on a stop signal
-    # (SIGINT, SIGTERM) and then says so; a server process says `Finished server process` once
-    # its main loop, ended by such a signal, has shut the server down.
+    # (SIGINT, SIGTERM) and then says so. A server process's own `Finished server process` is
+    # left out: an application can shut its server down after an error (an engine that died).
     Wording(
         "stopped",
-        re.compile(
-            r"Stopping (?:parent|reloader) process \[[0-9]+\]|Finished server process \[[0-9]+\]"
-        ),
-        "the server shut down as it does on a stop signal (uvicorn: Ctrl-C, SIGTERM)",
+        re.compile(r"Stopping (?:parent|reloader) process \[[0-9]+\]"),
+        "uvicorn's supervisor stopped, which it does only on a stop signal (Ctrl-C, SIGTERM)",
     ),
     # NCCL's return-code trace: each function an error passes through logs `file.cc:LINE ->
     # CODE` (INFO) as it returns the error; a code of 0 is success.
