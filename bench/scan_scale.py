@@ -88,22 +88,23 @@ def _own_cpu_s() -> float:
     return own.ru_utime + own.ru_stime
 
 
-def _cpu_s(spec: dict[str, Any] | None = None) -> tuple[float, float]:
-    """(this process's, its workers') CPU seconds, user plus system. Pool and LocalCluster
-    worker processes are children of the driver (a LocalCluster's nannies run in it), reaped
-    when the engine stops; a running cluster's workers (`dask-cluster`) are asked for their
-    own (its scheduler's CPU is not counted). CPU time, unlike wall time, holds on a machine
-    others share."""
+def _cpu_s(spec: dict[str, Any] | None = None) -> tuple[float, float, float]:
+    """(this process's, its workers', a running cluster's scheduler's) CPU seconds, user plus
+    system. Pool and LocalCluster worker processes are children of the driver (a
+    LocalCluster's scheduler and nannies run in it), reaped when the engine stops; a running
+    cluster's workers and scheduler (`dask-cluster`) are asked for their own. CPU time,
+    unlike wall time, holds on a machine others share."""
     import resource
 
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    workers = kids.ru_utime + kids.ru_stime
+    workers, scheduler = kids.ru_utime + kids.ru_stime, 0.0
     if spec is not None and spec.get("engine") == "dask-cluster":
         import distributed
 
         with distributed.Client(scheduler_file=spec["scheduler_file"], timeout=60) as client:
             workers = sum(client.run(_own_cpu_s).values())
-    return _own_cpu_s(), workers
+            scheduler = client.run_on_scheduler(_own_cpu_s)
+    return _own_cpu_s(), workers, scheduler
 
 
 class _Sampler:
@@ -176,6 +177,7 @@ def _child_scan(spec: dict[str, Any]) -> dict[str, Any]:
         "rss_kib": sampler.rss,
         "driver_cpu_s": cpu_after[0] - cpu_before[0],
         "workers_cpu_s": cpu_after[1] - cpu_before[1],
+        "scheduler_cpu_s": cpu_after[2] - cpu_before[2],
         "interrupted": outcome.interrupted,
         "startup_s": summary.get("analyzed", {}).get("startup_s") or 0.0,
     }
@@ -516,7 +518,9 @@ def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int,
             walls[engine].append(wall)
             after_ready = got["analyze_s"] - got["startup_s"]
             ready[engine].append(after_ready)
-            cpus[engine].append(got["workers_cpu_s"] + got["driver_cpu_s"])
+            cpus[engine].append(
+                got["workers_cpu_s"] + got["driver_cpu_s"] + got.get("scheduler_cpu_s", 0.0)
+            )
             loads.append(got["load_at_start"])
             gigabytes = max(got["bytes"], 1) / 1e9
             print(
@@ -526,7 +530,12 @@ def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int,
                 f"then {after_ready:.2f} s of analysis with the workers ready, first row after "
                 f"{got['first_row_s']:.2f} s); CPU: workers {got['workers_cpu_s']:.1f} s "
                 f"({got['workers_cpu_s'] / gigabytes:.2f} s/GB), driver "
-                f"{got['driver_cpu_s']:.1f} s",
+                f"{got['driver_cpu_s']:.1f} s"
+                + (
+                    f", scheduler {got['scheduler_cpu_s']:.1f} s"
+                    if engine == "dask-cluster"
+                    else ""
+                ),
                 flush=True,
             )
     for other in [e for e in engines if e != "local"]:
@@ -543,27 +552,48 @@ def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int,
             f"{other} vs local on 1 GB: {each}; median {theirs / local - 1:+.1%} "
             f"(command wall: local {local:.2f} s, {other} {theirs:.2f} s; with the workers "
             f"ready {phase:+.1%}: local {statistics.median(ready['local']):.2f} s, {other} "
-            f"{statistics.median(ready[other]):.2f} s; CPU of driver and workers {cpu:+.1%}; "
+            f"{statistics.median(ready[other]):.2f} s; CPU of driver, scheduler and workers "
+            f"{cpu:+.1%}; "
             f"load {min(loads):.1f} to {max(loads):.1f}; target within +15 %)",
             flush=True,
         )
 
 
+def _scan_settings(folder: Path) -> Path:
+    """A Dask configuration folder with crashlens' `SCAN_SETTINGS`, as a site would give its
+    scheduler and workers (a JSON file is YAML too)."""
+    from crashlens.batch.dask_engine import SCAN_SETTINGS
+
+    nested: dict[str, Any] = {}
+    for dotted, value in SCAN_SETTINGS.items():
+        *parents, leaf = dotted.split(".")
+        level = nested
+        for part in parents:
+            level = level.setdefault(part, {})
+        level[leaf] = value
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "crashlens-scan.yaml").write_text(json.dumps(nested, indent=2))
+    return folder
+
+
 @contextlib.contextmanager
 def running_cluster(workers: int, folder: Path) -> Iterator[str]:
     """A Dask cluster as a site runs one: `dask scheduler` and `dask worker` processes (one
-    thread each, preloaded with crashlens' warm-up), started once; yields the scheduler file."""
+    thread each, preloaded with crashlens' warm-up, configured with its `SCAN_SETTINGS`),
+    started once; yields the scheduler file."""
     import distributed
 
     scheduler_file = folder / "scheduler.json"
     dask = str(Path(sys.executable).parent / "dask")
     common = ["--scheduler-file", str(scheduler_file), "--no-dashboard"]
+    environ = {**os.environ, "DASK_CONFIG": str(_scan_settings(folder / "config"))}
     logs = contextlib.ExitStack()
     started = [
         subprocess.Popen(
             [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", *common],
             stdout=subprocess.DEVNULL,
             stderr=logs.enter_context((folder / "scheduler.log").open("w")),
+            env=environ,
         )
     ]
     try:
@@ -584,6 +614,7 @@ def running_cluster(workers: int, folder: Path) -> Iterator[str]:
                 ],  # fmt: skip
                 stdout=subprocess.DEVNULL,
                 stderr=logs.enter_context((folder / "workers.log").open("w")),
+                env=environ,
             )
         )
         with distributed.Client(scheduler_file=str(scheduler_file), timeout=120) as client:

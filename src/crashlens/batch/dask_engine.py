@@ -67,25 +67,31 @@ IN_FLIGHT_PER_THREAD = 3
 LOCAL_ALLOWED_FAILURES = 0
 """A task on a worker that dies is failed at once on clusters started here: the driver
 retries its jobs one by one, so a job that kills workers is found after two deaths."""
-LOCAL_CLUSTER_CONFIG = {
-    "distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES,
+SCAN_SETTINGS: dict[str, object] = {
     # The statistical profiler samples every worker thread's stack every 10 ms for a
     # dashboard nobody opens here: a few % of each worker's CPU (bench/scan_scale.py).
     "distributed.worker.profile.enabled": False,
     # Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536, which also pins glibc's mmap
     # threshold at 128 KB: every buffer of a job's log (hundreds of KB) is then mapped,
     # faulted in page by page and unmapped, and the heap is trimmed after each free. A
-    # worker took 9x the page faults of a pool worker and 5-10 % more CPU per job for the
-    # same jobs (bench/scan_scale.py); without it glibc sizes its thresholds itself.
+    # process took 9-15x the page faults and 4-6 % more CPU per job for the same jobs (jobs
+    # of bench/scan_scale.py's 1 GB archive); without it glibc sizes its thresholds itself.
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
-    # Every scheduler, nanny and worker wakes its event loop every 20 ms to time it: on 2
-    # cores that alone was 9 % of a core for an idle cluster, and each wake-up takes the GIL
-    # from a worker's analysis. A blocked loop is still reported (after 3 s, `tick.limit`).
+    # Every scheduler, nanny and worker wakes its event loop every 20 ms to time it: an idle
+    # 2-worker cluster used 9 % of a core, two thirds of it for these wake-ups, and each takes
+    # the GIL from a worker's analysis. A blocked loop is still reported (`tick.limit`, 3 s).
     "distributed.admin.tick.interval": "500ms",
     "distributed.admin.system-monitor.interval": "2s",
     "distributed.worker.memory.monitor-interval": "500ms",
 }
-"""Dask settings of the clusters `--dask local` starts (a site's cluster keeps its own)."""
+"""Dask settings that cost a scan CPU for nothing. The clusters `--dask local` starts use them;
+a site's cluster keeps its own, and can take these in its Dask configuration (its scheduler's
+and workers' YAML, as bench/scan_scale.py starts its `dask-cluster`)."""
+LOCAL_CLUSTER_CONFIG = {
+    "distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES,
+    **SCAN_SETTINGS,
+}
+"""Dask settings of the clusters `--dask local` starts."""
 INSTALL_HINT = "Dask is not installed: pip install 'crashlens[dask]'"
 MAX_ATTEMPTS_ALONE = 3
 """Tries of a job alone whose result the cluster lost (not a worker it killed)."""
