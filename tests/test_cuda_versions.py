@@ -49,6 +49,9 @@ def test_the_table_gives_the_newest_cuda_a_driver_runs() -> None:
     assert table.cuda_of((520, 61, 5)) == (11, 8)
     assert table.cuda_of((384, 66)) == (8, 0)
     assert table.cuda_of((300, 1)) is None
+    # as new as the newest release listed: it may run a newer one the table does not know
+    assert table.cuda_of(table.releases[0][1]) is None
+    assert table.cuda_of((999, 1)) is None
     # newest first, every release needing a newer driver than the one before it
     drivers = [driver for _cuda, driver in table.releases]
     assert drivers == sorted(drivers, reverse=True)
@@ -78,6 +81,8 @@ def test_a_runtime_the_driver_runs_is_no_fact() -> None:
     # either side alone says nothing
     assert runtime_newer_than_driver([_runtime("12.4")]) == []
     assert runtime_newer_than_driver(_smi("11.4", "470.82.01")) == []
+    # a driver newer than the table knows is never said to be too old
+    assert runtime_newer_than_driver([_runtime("13.1"), *_smi(None, "590.48.01")]) == []
 
 
 NCCL_FAILURE = (

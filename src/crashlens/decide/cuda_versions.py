@@ -17,8 +17,9 @@ segfault while loading), so the pair is a fact of its own, for the rules' explan
   Its line is the driver's (the nvidia-smi banner).
 
 The driver's CUDA version is nvidia-smi's own, else the newest release the driver version is
-new enough for. A `cuda.version` equal to the driver's is often that very banner pasted into a
-log, and is no mismatch.
+new enough for (none for a driver as new as the table's newest release: it may run a newer
+one). A `cuda.version` equal to the driver's is often that very banner pasted into a log, and
+is no mismatch.
 """
 
 from __future__ import annotations
@@ -54,7 +55,11 @@ class DriverTable:
     """The first CUDA major version whose newer minor versions start on its older drivers."""
 
     def cuda_of(self, driver: Version) -> Version | None:
-        """The newest CUDA release the driver version is new enough for."""
+        """The newest CUDA release the driver version is new enough for; None for a driver
+        older than every release, or at least as new as the newest one the table lists (it may
+        run a release newer than the table knows)."""
+        if not self.releases or driver >= self.releases[0][1]:
+            return None
         for cuda, needed in self.releases:
             if driver >= needed:
                 return cuda
