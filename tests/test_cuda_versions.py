@@ -111,3 +111,37 @@ def test_the_same_failure_on_a_driver_new_enough_is_not_explained(tmp_path: Path
     report = report_of(tmp_path / "job", {"train.log": NCCL_FAILURE, "nvidia-smi.txt": smi})
     rules = {item.rule for cause in report.causes for item in cause.evidence}
     assert "driver-cuda-runtime-newer-than-driver" not in rules
+
+
+def test_the_gpu_class_says_whether_forward_compatibility_could_bridge_the_gap() -> None:
+    def named(name: str) -> Fact:
+        return fact("gpu.name", name, "smi.txt", 9, index=0)
+
+    runtime, smi = _runtime("12.4"), _smi("12.2", "535.161.07")
+    consumer = runtime_newer_than_driver([runtime, *smi, named("NVIDIA GeForce RTX 3090")])
+    datacenter = runtime_newer_than_driver([runtime, *smi, named("NVIDIA H100 80GB HBM3")])
+    unnamed = runtime_newer_than_driver([runtime, *smi])
+    assert [f.attr("gpu_class") for f in consumer] == ["other"]
+    assert [f.attr("gpu_class") for f in datacenter] == ["datacenter"]
+    assert [f.attr("gpu_class") for f in unnamed] == ["unknown"]
+
+
+CUDA_UNKNOWN_AT_START = (
+    "PyTorch version: 2.3.0+cu121\n"
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 12, in <module>\n'
+    "    model = model.cuda()\n"
+    "RuntimeError: CUDA error: unknown error\n"
+)
+
+
+def test_a_consumer_gpu_gets_the_stronger_reading(tmp_path: Path) -> None:
+    smi = sample_text("nvidia_smi/table_470.82.01_p100_legacy_layout_no_processes.txt")
+    consumer = smi.replace("Tesla P100-PCIE...", "GeForce GTX 1080")
+    assert consumer != smi
+    strong = report_of(tmp_path / "a", {"train.log": CUDA_UNKNOWN_AT_START, "smi.txt": consumer})
+    weak = report_of(tmp_path / "b", {"train.log": CUDA_UNKNOWN_AT_START, "smi.txt": smi})
+    assert strong.causes[0].evidence[0].rule == "driver-cuda-runtime-newer-than-driver"
+    assert weak.causes[0].evidence[0].rule == "driver-cuda-runtime-newer-than-driver"
+    assert strong.causes[0].confidence > weak.causes[0].confidence
+    assert any("cuda-compat" in note for note in weak.notes)

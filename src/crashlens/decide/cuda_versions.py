@@ -13,8 +13,14 @@ segfault while loading), so the pair is a fact of its own, for the rules' explan
   version, which cannot start; `minor`: the same major version from CUDA 11 on, which starts
   under minor version compatibility but fails where it needs the newer driver, as NCCL's
   version check and PTX JIT do; `legacy`: a newer minor version before CUDA 11, which had no
-  such compatibility and cannot start), `runtime_at` (`path:line` of the runtime's version).
-  Its line is the driver's (the nvidia-smi banner).
+  such compatibility and cannot start), `runtime_at` (`path:line` of the runtime's version),
+  `gpu_class` (`datacenter` when the same input names a data-center GPU, `other` when it names
+  only other GPUs, `unknown` when it names none). Its line is the driver's (the nvidia-smi
+  banner).
+
+Data-center GPUs run a newer CUDA than their driver through the forward-compatibility package
+(`cuda-compat`, which NGC containers ship): there the pair may well work, and the rules give it
+less weight; GeForce and workstation GPUs have no such bridge.
 
 The driver's CUDA version is nvidia-smi's own, else the newest release the driver version is
 new enough for (none for a driver as new as the table's newest release: it may run a newer
@@ -38,7 +44,13 @@ NEWER = "cuda.runtime_newer_than_driver"
 RUNTIME = "cuda.version"
 DRIVER_CUDA = "nvidia_smi.cuda_version"
 DRIVER_VERSION = "nvidia_smi.driver_version"
+GPU_NAME = "gpu.name"
 MAX_DERIVED = 8
+_DATACENTER = re.compile(
+    r"\b(?:Tesla|DGX|[ABHL][0-9]{1,3}[A-Z]?|GH200|GB200|T4|V100|P100|P40|P4|K80|M60)\b"
+)
+"""Data-center GPU names as nvidia-smi prints them (`Tesla V100-SXM2-32GB`, `NVIDIA A100-SXM4-80GB`,
+`NVIDIA H100 80GB HBM3`, `NVIDIA L40S`): the GPUs CUDA forward compatibility supports."""
 _VERSION = re.compile(r"^[ \t]*([0-9]{1,3})\.([0-9]{1,3})(?:\.[0-9]{1,6})*[ \t]*$")
 _DRIVER = re.compile(r"^[ \t]*([0-9]{1,4})(?:\.([0-9]{1,4}))?(?:\.([0-9]{1,4}))?")
 
@@ -103,22 +115,37 @@ class _Driver:
     cuda: Version
     source: Fact
     version: str | None
+    gpu_class: str
+
+
+def _gpu_classes(facts: Sequence[Fact]) -> dict[str, str]:
+    """Per input: `datacenter` when it names a data-center GPU, else `other`."""
+    classes: dict[str, str] = {}
+    for item in facts:
+        if item.key == GPU_NAME:
+            datacenter = _DATACENTER.search(str(item.value)) is not None
+            if datacenter or item.path not in classes:
+                classes[item.path] = "datacenter" if datacenter else "other"
+    return classes
 
 
 def _drivers(facts: Sequence[Fact], table: DriverTable) -> list[_Driver]:
     """One driver per input that shows it: nvidia-smi's CUDA version, else the table's."""
     versions = {f.path: str(f.value) for f in facts if f.key == DRIVER_VERSION}
+    classes = _gpu_classes(facts)
     found: dict[str, _Driver] = {}
     for item in facts:
         if item.key == DRIVER_CUDA and (cuda := cuda_version(str(item.value))) is not None:
-            found.setdefault(item.path, _Driver(cuda, item, versions.get(item.path)))
+            gpu_class = classes.get(item.path, "unknown")
+            found.setdefault(item.path, _Driver(cuda, item, versions.get(item.path), gpu_class))
     for item in facts:
         if item.key != DRIVER_VERSION or item.path in found:
             continue
         numbers = driver_version(str(item.value))
         cuda = table.cuda_of(numbers) if numbers is not None else None
         if cuda is not None:
-            found[item.path] = _Driver(cuda, item, str(item.value))
+            gpu_class = classes.get(item.path, "unknown")
+            found[item.path] = _Driver(cuda, item, str(item.value), gpu_class)
     return list(found.values())
 
 
@@ -163,6 +190,7 @@ def runtime_newer_than_driver(facts: Sequence[Fact]) -> list[Fact]:
                     driver_version=driver.version,
                     gap=_gap(runtime, driver.cuda, table),
                     runtime_at=where,
+                    gpu_class=driver.gpu_class,
                 )
             )
     return derived
