@@ -112,7 +112,8 @@ SHELL_SCRIPT = re.compile(
 PROGRESS_MARK = re.compile(
     # what a progress bar's redraw holds: tqdm's rate (`1.84s/it]`, `3.27it/s]`), Keras'
     # `ETA: 365s` and `54ms/step`, mmcv's `ETA:  2621s`, a percentage, a bar drawn in `=>`
-    r"\bETA\b|[0-9](?:it|s|B)/s\b|s/it\b|/step\b|[0-9]%|\[[=>#.-]*[=>#][=>#. -]*\]"
+    # (the bar's first `=>#` is found by a class without them, so no run is tried two ways)
+    r"\bETA\b|[0-9](?:it|s|B)/s\b|s/it\b|/step\b|[0-9]%|\[[.-]*[=>#][=>#. -]*\]"
 )
 _GLUED_WORD = re.compile(
     # the word right after the redraw's last character (a number and its unit, `2621s`, a
