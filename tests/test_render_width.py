@@ -55,6 +55,9 @@ from crashlens.render.terminal import render_terminal
 from conftest import ROOT
 
 WIDTH = 80
+COMMAND_INDENT = 8
+"""The widest prefix a command's line has in the terminal report (its `$` prompt or the
+indentation of a continuation)."""
 CASES = sorted(path.parent.name for path in (ROOT / "corpus").glob("*/logs"))
 FOCUS = evidence_focus(shipped_rules())
 
@@ -115,6 +118,9 @@ def _split_tokens(report: Report, text: str) -> list[str]:
         for token in (*printable(item.text).split(), f"{item.path}:{item.line}")
     }
     tokens |= {token for action in _actions(report) for token in (action.command or "").split()}
+    # A word wider than any line (a long path in a command) can only be folded: breaking it
+    # with a continuation would change the command once pasted with the indentation.
+    tokens = {token for token in tokens if cell_len(token) <= WIDTH - COMMAND_INDENT}
     lines = text.splitlines()
     split = []
     for upper, lower in zip(lines, lines[1:], strict=False):
@@ -145,8 +151,14 @@ def test_every_word_of_every_command_is_shown_whole(
     missing = []
     for case, (report, text) in rendered.items():
         shown = set(text.split())
+        folded = "".join(text.split())  # a word wider than a line is folded, whole in order
         for action in _actions(report):
-            lost = [word for word in (action.command or "").split() if word not in shown]
+            lost = [
+                word
+                for word in (action.command or "").split()
+                if word not in shown
+                and not (cell_len(word) > WIDTH - COMMAND_INDENT and word in folded)
+            ]
             if lost:
                 missing.append(f"{case}: {action.command!r} loses {lost}")
     assert not missing, "\n".join(missing[:10])
