@@ -496,3 +496,7 @@ def test_infiniband_devices_nccl_opened() -> None:
     assert [f for f in engine if f[0] == "nccl.ib_devices"] == [
         ("nccl.ib_devices", "mlx5_bond_0:1/RoCE", 2)
     ]
+    # found by fuzzing: a vertical tab inside the list tore a device from its `[N]`
+    torn = "node-1:100:200 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_\x0b4:1/IB ; OOB x\n"
+    _, found = collect_text(PARSER, torn, "train.log")
+    assert [f.value for f in found if f.key == "nccl.ib_devices"] == ["mlx5_0:1/IB,mlx5_"]

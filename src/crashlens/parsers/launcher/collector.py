@@ -484,7 +484,9 @@ class LauncherCollector(DeathSigns):
 
     def on_ib_devices(self, line: Line) -> None:
         if m := _NCCL_IB.search(line.text):
-            devices = ",".join(part.split("]", 1)[1] for part in m.group(1).split())
+            # a part without its `[N]` (a line torn by a stray control character) is skipped
+            parts = (part.partition("]")[2] for part in m.group(1).split())
+            devices = ",".join(device for device in parts if device)
             self.keep_first("nccl.ib_devices", devices, line)
 
     def on_cpu_mem(self, line: Line) -> None:
