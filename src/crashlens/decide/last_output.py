@@ -10,10 +10,14 @@ no ending the parsers name. This module reads that one line for what it still te
   other agents` after its workers succeeded, the closing summary of nccl-tests). A finish sign,
   counted only when nothing died.
 * `exiting`: chatter that processes print as they exit (PyTorch's process group destroyed
-  without `destroy_process_group()`, in torch 2.4's and 2.5's wordings; multiprocessing's
-  resource tracker finding leaked semaphores at shutdown; a CUDA IPC producer gone before its
-  consumers; NCCL's proxy threads closing connections; TensorFlow skipping a queue's cancelled
-  enqueue as its session closes; Ray shutting down). A finish sign too.
+  without `destroy_process_group()`, in torch 2.4's and 2.5's wordings; a CUDA IPC producer
+  gone before its consumers; NCCL's proxy threads closing connections; TensorFlow skipping a
+  queue's cancelled enqueue as its session closes; Ray shutting down). A finish sign too.
+* `leaked`: multiprocessing's resource tracker reporting semaphores (or shared memory) that
+  its processes never released, printed once they have all ended. The processes ended, but
+  not necessarily well: Python's documentation names a process killed by a signal as the
+  cause of such leaks, so a hang that was killed ends exactly like this. Neither a finish nor
+  a run going on: the log stops at an ending it does not show (`Ending.UNKNOWN`).
 * `stopped`: a stop from outside: the launcher passing a signal that only comes from outside
   (SIGHUP: the terminal closed; SIGINT: Ctrl-C) on to its workers; Docker's `stop` event, which
   the daemon records only when the container was stopped through its API (`docker stop`, a
@@ -49,7 +53,8 @@ class Wording:
     """One way of saying something in a last output line."""
 
     kind: str
-    """`finished`, `exiting`, `stopped`, `unwinding` or `notice` (see the module docstring)."""
+    """`finished`, `exiting`, `leaked`, `stopped`, `unwinding` or `notice` (see the module
+    docstring)."""
     pattern: re.Pattern[str]
     says: str
     """What the line shows, as a clause (`the program says it finished`)."""
@@ -102,11 +107,19 @@ WORDINGS: tuple[Wording, ...] = (
         re.compile(r"destroy_process_group\(\) was not called before(?: program exit|$)"),
         "PyTorch's process group was destroyed as the program exited",
     ),
+    # The tracker outlives the processes it serves and reports what they left behind once the
+    # last of them is gone: a process killed by a signal never releases its semaphores
+    # (Python's `multiprocessing` docs), so this report follows a kill as often as a finish.
+    # Its source line is shown under it: 3.8 on print the call's first line, 3.5-3.7 (the
+    # `semaphore_tracker`) its last, `len(cache))`.
     Wording(
-        "exiting",
-        # its source line (`warnings.warn('resource_tracker: There appear to be %d '`) too
-        re.compile(r"resource_tracker: There appear to be (?:[0-9]+ leaked|%d)"),
-        "multiprocessing's resource tracker cleaned up at shutdown",
+        "leaked",
+        re.compile(
+            r"(?:resource|semaphore)_tracker: There appear to be (?:[0-9]+ leaked|%d)"
+            r"|^  len\(cache\)\)$"
+        ),
+        "multiprocessing's resource tracker reported semaphores its processes never released, "
+        "which it does once they have all ended, and which a process killed by a signal leaves",
     ),
     Wording(
         "exiting",

@@ -18,7 +18,8 @@ failure detector finds no ending, this module tells apart:
    `tables/harmless_output.toml`, `decide.harmless_output`), or goes on past every line of it
    that looks alarming (a context rule's line, an NCCL WARN, an exception the process reported
    and went on from, a warning with the run's progress after it: `log.last_warning`), unless
-   its last line is an error still propagating (NCCL's return-code trace).
+   its last line is an error still propagating (NCCL's return-code trace), or multiprocessing's
+   resource tracker reporting leaked semaphores (the processes had ended, how is not shown).
    That is what an excerpt of scary-but-harmless lines looks like: the report lists each line
    and why it is harmless (for a catalog entry, its reason and its project's source), and the
    verdict is `none`.
@@ -199,6 +200,8 @@ def _ongoing(
         known = harmless_entry(last.text)
         if wording is not None and wording.kind == "unwinding":
             return None  # the error of its last alarm was still propagating
+        if wording is not None and wording.kind == "leaked":
+            return None  # its processes had ended, and how is not shown
         if wording is not None and wording.kind == "notice":
             says = f"its last line shows it going on: {wording.says}"
         elif known is not None and all(a.lineno < line or a.why for a in alarms):
@@ -245,6 +248,19 @@ def _stops(facts: Sequence[Fact], lasts: Sequence[Fact]) -> Assessment:
     place = f"{last.path}:{last.lineno}"
     others = len(lasts) - 1
     also = f" (and {others} more of the run's logs)" if others > 0 else ""
+    wording = read_last_record(last)
+    if wording is not None and wording.kind == "leaked":
+        return Assessment(
+            ending=Ending.UNKNOWN,
+            sign=last.cited(f"the last output: {wording.says}"),
+            reason=(
+                f"The run's processes had ended, but the log does not show how: its last "
+                f"output ({place}{also}) is multiprocessing's resource tracker reporting "
+                "semaphores they never released, which it prints once they are all gone, after "
+                "a finish, a crash or a kill alike (a process killed by a signal leaves them), "
+                f"{_progress(facts, last)}. A hang that was killed looks like this: {COLLECT}."
+            ),
+        )
     return Assessment(
         ending=Ending.UNKNOWN,
         sign=last.cited("the last line of the log: nothing after it shows how the run ended"),
