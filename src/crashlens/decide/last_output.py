@@ -186,6 +186,8 @@ WORDINGS: tuple[Wording, ...] = (
         re.compile(
             r"Uvicorn running on|Application startup complete|Started server process"
             r"|\"(?:GET|POST|PUT|DELETE) [^\"\n]*\" (?:200|201|204)\b"
+            # Gradio's `launch()`: its address, then how to share it, once it serves
+            r"|Running on (?:local|public) URL: |To create a public link, set `share=True`"
         ),
         "a server was up and answering",
     ),
