@@ -548,9 +548,15 @@ def measure_archive(folder: Path, engines: list[str], rounds: int, workers: int,
         local, theirs = statistics.median(walls["local"]), statistics.median(walls[other])
         phase = statistics.median(ready[other]) / statistics.median(ready["local"]) - 1
         cpu = statistics.median(cpus[other]) / statistics.median(cpus["local"]) - 1
+        # A round's two scans run one after the other, so on a shared machine their ratio
+        # is steadier than the ratio of the medians, whose scans may come from other rounds.
+        paired = statistics.median(
+            d / loc - 1 for loc, d in zip(walls["local"], walls[other], strict=True)
+        )
         print(
             f"{other} vs local on 1 GB: {each}; median {theirs / local - 1:+.1%} "
-            f"(command wall: local {local:.2f} s, {other} {theirs:.2f} s; with the workers "
+            f"(median of the rounds' {paired:+.1%}; "
+            f"command wall: local {local:.2f} s, {other} {theirs:.2f} s; with the workers "
             f"ready {phase:+.1%}: local {statistics.median(ready['local']):.2f} s, {other} "
             f"{statistics.median(ready[other]):.2f} s; CPU of driver, scheduler and workers "
             f"{cpu:+.1%}; "
