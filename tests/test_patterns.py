@@ -167,7 +167,10 @@ def test_library_cache_gives_the_same_rules_and_survives_damage(tmp_path, monkey
     assert load_rules(library) == fresh  # a damaged entry is rebuilt
     first = Path(RULES[0].source)
     first = library / first.parent.name / first.name
-    first.write_text(first.read_text().replace("weight = ", "weight = 0.5 #"), encoding="utf-8")
+    edited = round(RULES[0].weight + 0.01, 3)  # a weight the rule does not have, whatever it has
+    first.write_text(
+        first.read_text().replace("weight = ", f"weight = {edited} #"), encoding="utf-8"
+    )
     assert load_rules(library) != fresh  # an edited file is not served from the cache
     assert len(list((tmp_path / "cache").glob("rules-*.json"))) == 2
 
