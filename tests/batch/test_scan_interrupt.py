@@ -70,7 +70,20 @@ def _running(pid: int) -> bool:
 def _scan(root: Path, out: Path) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "crashlens", "scan", str(root), "-o", str(out),
                "--workers", "2", "--summary", "json"]  # fmt: skip
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_as_from_a_terminal,
+    )
+
+
+def _as_from_a_terminal() -> None:
+    """The scan starts with Ctrl-C at its default, as a terminal starts a command. A suite run
+    as a shell's background job (`.ci/run &`) inherits SIGINT ignored, exec keeps that, and a
+    Python started so never installs KeyboardInterrupt: the scan then rightly ignores Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
