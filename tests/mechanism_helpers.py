@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crashlens.match.rules import shipped_rules
-from crashlens.model import Report
+from crashlens.model import Ending, Report
 from crashlens.pipeline import analyze, analyze_inputs, build_report
 
 
@@ -44,3 +44,13 @@ def report_of(folder: Path, files: dict[str, str]) -> Report:
         (folder / name).write_text(text, encoding="utf-8")
     rules = shipped_rules()
     return build_report(analyze_inputs([str(folder)], rules=rules), rules)
+
+
+def log_report(folder: Path, text: str) -> Report:
+    """The report on `folder` holding one launcher log, `train.log`, with `text`."""
+    return report_of(folder, {"train.log": text})
+
+
+def ending_of(report: Report) -> Ending | None:
+    """How the report judged the run to end (None: no assessment)."""
+    return report.assessment.ending if report.assessment is not None else None

@@ -10,20 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.mechanism_helpers import report_of
+from tests.mechanism_helpers import ending_of as _ending
+from tests.mechanism_helpers import log_report as _report
 
 from crashlens.decide.harmless_output import harmless_entry
 from crashlens.decide.severity import Level, level_of
 from crashlens.match.catalogs import load_catalogs
-from crashlens.model import Ending, Report, Verdict
-
-
-def _report(folder: Path, text: str) -> Report:
-    return report_of(folder, {"train.log": text})
-
-
-def _ending(report: Report) -> Ending | None:
-    return report.assessment.ending if report.assessment is not None else None
+from crashlens.model import Ending, Verdict
 
 
 @pytest.mark.parametrize(

@@ -7,19 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.mechanism_helpers import log_report
 
-from crashlens.match.rules import shipped_rules
 from crashlens.model import Ending, Report, Verdict
-from crashlens.pipeline import analyze_inputs, build_report
 
 TRAINING = "step 10 loss 2.31\nstep 20 loss 2.12\nstep 30 loss 2.05\n"
 
 
 def _report(folder: Path, text: str) -> Report:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "train.log").write_text(text, encoding="utf-8")
-    rules = shipped_rules()
-    return build_report(analyze_inputs([str(folder)], rules=rules), rules, None)
+    return log_report(folder, text)
 
 
 def _ending(folder: Path, text: str) -> Ending | None:

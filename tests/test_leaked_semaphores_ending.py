@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.mechanism_helpers import report_of
+from tests.mechanism_helpers import ending_of as _ending
+from tests.mechanism_helpers import log_report as _report
 
-from crashlens.model import Ending, Report, Verdict
+from crashlens.model import Ending, Verdict
 
 # Python 3.10's report as MPI-Dortmund/tomotwin-cryoet#122 printed it after a SIGKILL (and
 # SkyworkAI/SkyReels-V1#43 after a finish); Python 3.6's, whose tracker shows the call's last
@@ -25,14 +26,6 @@ LEAK_36 = (
     "semaphore_tracker: There appear to be 4 leaked semaphores to clean up at shutdown\n"
     "  len(cache))\n"
 )
-
-
-def _report(folder: Path, text: str) -> Report:
-    return report_of(folder, {"train.log": text})
-
-
-def _ending(report: Report) -> Ending | None:
-    return report.assessment.ending if report.assessment is not None else None
 
 
 @pytest.mark.parametrize("leak", [LEAK_310, LEAK_36])

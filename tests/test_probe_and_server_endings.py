@@ -8,19 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.mechanism_helpers import report_of
+from tests.mechanism_helpers import ending_of as _ending
+from tests.mechanism_helpers import log_report as _report
 
 from crashlens.decide.harmless_output import harmless_entry
-from crashlens.model import Ending, Report, Verdict
-
-
-def _report(folder: Path, text: str) -> Report:
-    return report_of(folder, {"train.log": text})
-
-
-def _ending(report: Report) -> Ending | None:
-    return report.assessment.ending if report.assessment is not None else None
-
+from crashlens.model import Ending, Verdict
 
 # google-deepmind/alphafold3#656 (no level marker) and #172, google-research/multinerf#12
 JAX_PROBES = [
