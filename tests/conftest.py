@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# Test modules import names from the shared Dask/S3 fixture plugin before pytest loads it as a
+# plugin; registered here, it is rewritten on that first import, so a file run alone collects.
+pytest.register_assert_rewrite("service_helpers")
+
 # Tests never write to the user's cache: compiled scan databases go to a throwaway folder.
 os.environ.setdefault("CRASHLENS_CACHE_DIR", tempfile.mkdtemp(prefix="crashlens-test-cache-"))
 
