@@ -42,6 +42,7 @@ from crashlens.decide.harmless_output import harmless_entry, why
 from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.never_started import never_scheduled
+from crashlens.decide.peer_wait import PEER_WAIT_RULES
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind
 
 STORY_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
@@ -146,11 +147,16 @@ def ended_process(item: Fact) -> bool:
 
 def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm]:
     """The lines of one log that look alarming: a rule's line, an NCCL WARN, an exception
-    the process reported and went on from; once per line, in order."""
+    the process reported and went on from; once per line, in order. A process waiting for its
+    peers (`PEER_WAIT_RULES`) is no alarm: lines after the wait (another node's set-up, the
+    launcher copying files) do not show that the peers ever joined."""
     found = [
         Alarm(h.path, h.lineno, f"`{_short(h.text.strip())}` ({h.rule_id})", _why(h.text))
         for h in hits
-        if h.path == path and h.lineno is not None and not h.against
+        if h.path == path
+        and h.lineno is not None
+        and not h.against
+        and h.rule_id not in PEER_WAIT_RULES
     ]
     found += [
         Alarm(f.path, f.lineno, f"NCCL WARN `{_short(str(f.value))}`")
