@@ -53,3 +53,20 @@ def test_a_log_that_stops_while_nccl_connects_points_at_the_network(tmp_path: Pa
 def test_nccl_set_up_that_finished_is_not_cited(tmp_path: Path) -> None:
     report = log_report(tmp_path, NCCL_CONNECTING + NCCL_CONNECTED)
     assert "network-nccl-stopped-at-connection-setup" not in _rules_cited(report)
+
+
+def test_an_mpi_connection_dropped_for_its_source_address_points_at_the_network(
+    tmp_path: Path,
+) -> None:
+    # Open MPI's TCP transport dropping a peer's connection (an address the peer never
+    # published: NAT, a docker bridge), and then nothing: the ranks wait on each other.
+    text = (
+        "[node-01:06805] btl: tcp: attempting to connect() to [[27443,1],1] address "
+        "10.1.0.12 on port 1024\n"
+        "[node-01:06805] btl: tcp: Incoming connection from 172.17.0.1 does not match known "
+        "addresses for peer [[27443,1],1]. Drop !\n"
+    )
+    report = log_report(tmp_path, text)
+    assert report.verdict is not Verdict.NONE
+    assert report.causes and report.causes[0].category.value == "network"
+    assert "network-openmpi-btl-tcp-connection-dropped" in _rules_cited(report)
