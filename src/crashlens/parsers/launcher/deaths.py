@@ -167,10 +167,11 @@ _SACCT_ROW = re.compile(rf"(?:^|[ \t|])({_SLURM_STATES})[ \t|]+([0-9]+):([0-9]+)
 _SCONTROL = re.compile(rf"\bJobState=({_SLURM_STATES})\b")
 PROGRESS = re.compile(
     r"\b(?:[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER)s?\b[ \t:=#\[(]*[0-9]+"
-    r"|\b(?:[Ll]oss|LOSS)\b[ \t]*[:=][ \t]*-?[0-9]*\.?[0-9]"
+    r"|\b(?:[Ll]oss|LOSS)\b['\"]?[ \t]*[:=][ \t]*-?[0-9]*\.?[0-9]"
 )
 """A training loop's progress line: a counter (`Epoch 3`, `[Epoch 1]`, `step: 200`, `iter 40`)
-or a loss value (`loss: 0.42`, `loss=1.3`)."""
+or a loss value (`loss: 0.42`, `loss=1.3`, and the Hugging Face Trainer's logged dict
+`{'loss': 0.42, ...}`)."""
 _GC_CRASH = re.compile(r"^[ \t]*Garbage-collecting[ \t]*$")
 _SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
 
