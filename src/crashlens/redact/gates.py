@@ -103,7 +103,9 @@ class Gates:
     """The gates of a table of rows, compiled once: `lines()` maps a folded text to the rows
     each of its lines needs."""
 
-    def __init__(self, gates: Sequence[Gate], *, backend: str = "auto") -> None:
+    def __init__(
+        self, gates: Sequence[Gate], *, backend: str = "auto", record: Sequence[int] = ()
+    ) -> None:
         self._gates = tuple(gates)
         self._bits = tuple(1 << row for row in range(len(self._gates)))
         regexes = [(row, gate) for row, gate in enumerate(self._gates) if isinstance(gate, bytes)]
@@ -119,12 +121,20 @@ class Gates:
             if self._database is None and backend == "hyperscan":
                 raise RuntimeError("hyperscan is not installed")
         self.backend = "hyperscan" if self._database is not None else "python"
+        self.recorded = frozenset(record) if self._database is not None else frozenset()
+        """The rows whose gate match ends `lines()` and `ends()` give (Hyperscan reports every
+        end; `re` only those of non-overlapping matches, so the Python backend gives none)."""
+        recorded = [(row, gate) for row, gate in regexes if row in self.recorded]
+        self._recorded_database: Any = _hyperscan_database(recorded) if recorded else None
 
-    def lines(self, folded: bytes, text: str | None = None) -> dict[int, int]:
+    def lines(
+        self, folded: bytes, text: str | None = None, ends: dict[int, list[int]] | None = None
+    ) -> dict[int, int]:
         """Line start offset -> bit mask of the rows whose gate matched on that line.
 
         `text` is what `folded` was folded from: a `Run` gate that asks for mixed case
-        looks at it (without it, every run is proposed)."""
+        looks at it (without it, every run is proposed). `ends` gets, for each row of
+        `recorded`, where its gate's matches end, ascending (`redact.anchors`)."""
         found: dict[int, int] = {}
         rfind, find, size = folded.rfind, folded.find, len(folded)
         bits = self._bits
@@ -149,7 +159,27 @@ class Gates:
                 last = size
             rows = bits[row]
 
-        if self._database is not None:
+        if self._database is not None and ends is not None and self.recorded:
+            found_ends: list[list[int] | None] = [None] * len(self._gates)
+            for row in self.recorded:
+                found_ends[row] = ends.setdefault(row, [])
+
+            def on_match_ends(
+                row: int, _start: int, end: int, _flags: int, _context: object
+            ) -> None:
+                nonlocal rows
+                if first <= end - 1 <= last:
+                    rows |= bits[row]
+                else:
+                    mark(row, end)
+                row_ends = found_ends[row]
+                if row_ends is not None:
+                    row_ends.append(end)
+
+            self._database.scan(folded, match_event_handler=on_match_ends)
+            for row_ends in ends.values():
+                row_ends.sort()
+        elif self._database is not None:
 
             def on_match(row: int, _start: int, end: int, _flags: int, _context: object) -> None:
                 # `mark` inlined for its common case (one Python call less per match)
@@ -181,6 +211,25 @@ class Gates:
                 at = marked.find(needle, after)
         if rows:
             found[first] = found.get(first, 0) | rows
+        return found
+
+    def ends(self, folded: bytes) -> dict[int, list[int]]:
+        """Row -> where its gate's matches end in `folded`, ascending, for the rows of
+        `recorded` (a line the rows before changed: its gates are found again)."""
+        found: dict[int, list[int]] = {}
+        if self._recorded_database is None:
+            return found
+
+        def on_match(row: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            row_ends = found.get(row)
+            if row_ends is None:
+                found[row] = [end]
+            else:
+                row_ends.append(end)
+
+        self._recorded_database.scan(folded, match_event_handler=on_match)
+        for row_ends in found.values():
+            row_ends.sort()
         return found
 
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
+from crashlens.redact.anchors import Anchored, anchored
 from crashlens.redact.gates import Edit, Gates, Literals, apply_edits, fold, rows_of
 from crashlens.redact.patterns import (
     FILE_SUFFIX,
@@ -38,9 +40,13 @@ _PEM = REPLACEMENTS[0]
 """Private key blocks span lines: this row runs over the whole text, before the line rows."""
 _LINE_ROWS = REPLACEMENTS[1:]
 _SUBS = tuple(substitute(row.pattern, row.shape) for row in _LINE_ROWS)
+_ANCHORED = tuple(
+    anchored(row.pattern, row.anchor) if row.anchor is not None else None for row in _LINE_ROWS
+)
 _GATES: dict[str, Gates] = {}
-RowSubs = tuple[tuple[Substitute, Callable[[re.Match[str]], str]], ...]
-"""The rows a line's gates proposed, in table order: each one's substitute and replace."""
+RowSubs = tuple[tuple[int, Substitute, Callable[[re.Match[str]], str], Anchored | None], ...]
+"""The rows a line's gates proposed, in table order: each one's index, substitute, replace
+and, where its gate's match ends tell where its matches start, its anchored substitute."""
 _HOSTLIST = re.compile(r"^(.*?)\[([\d,-]+)\](.*)$")
 _MAX_EXPANDED = 256
 _BIG = 64 * 1024
@@ -66,7 +72,8 @@ def gates(backend: str = "auto") -> Gates:
     """The compiled gates of the line rows (one per backend, built on first use)."""
     found = _GATES.get(backend)
     if found is None:
-        found = Gates([row.gate for row in _LINE_ROWS], backend=backend)
+        anchored_rows = [index for index, row in enumerate(_LINE_ROWS) if row.anchor is not None]
+        found = Gates([row.gate for row in _LINE_ROWS], backend=backend, record=anchored_rows)
         _GATES[backend] = found
     return found
 
@@ -251,16 +258,24 @@ class Redactor:
 
     def _edits(self, text: str) -> tuple[Edit, ...]:
         folded = fold(text)
+        ends: dict[int, list[int]] = {}
         if b"-----begin " in folded:
             unkeyed = _PEM.pattern.sub(partial(_PEM.replace, self), text)
             if unkeyed != text:
-                found = self._line_edits(unkeyed, self._gates.lines(fold(unkeyed), unkeyed))
+                lines = self._gates.lines(fold(unkeyed), unkeyed, ends)
+                found = self._line_edits(unkeyed, lines, ends)
                 return ((0, len(text), apply_edits(unkeyed, found)),)
-        return tuple(self._line_edits(text, self._gates.lines(folded, text)))
+        return tuple(self._line_edits(text, self._gates.lines(folded, text, ends), ends))
 
-    def _line_edits(self, text: str, lines: dict[int, int]) -> list[Edit]:
+    def _line_edits(
+        self, text: str, lines: dict[int, int], ends: dict[int, list[int]]
+    ) -> list[Edit]:
         """Each gated line through the rows its gates proposed, in table order: the lines
-        that changed, as edits. One loop (this runs for every gated line of every log)."""
+        that changed, as edits. One loop (this runs for every gated line of every log).
+
+        A row with an anchor runs only where its gate's match ends (`ends`, offsets in
+        `text`) say its matches start, while the line is as the gates saw it (ASCII, and
+        unchanged by the rows before)."""
         edits: list[Edit] = []
         find, size = text.find, len(text)
         done, row_subs = self._lines, self._row_subs
@@ -279,8 +294,30 @@ class Redactor:
                 if subs is None:
                     subs = self._subs_of(mask)
                 redacted = line
-                for sub, replace in subs:
-                    redacted = sub(replace, redacted)
+                plain = line.isascii() and bool(ends)
+                again: dict[int, list[int]] = {}
+                again_of = line
+                for row, sub, replace, anchored_sub in subs:
+                    if anchored_sub is None or not plain:
+                        redacted = sub(replace, redacted)
+                    elif redacted is line:
+                        row_ends = ends[row]
+                        # the ends of gate matches whose last character is on this line
+                        # (or is the newline after it)
+                        low = bisect_right(row_ends, start)
+                        high = bisect_right(row_ends, end + 1, low)
+                        at = [found_end - start for found_end in row_ends[low:high]]
+                        redacted = anchored_sub(replace, line, at)
+                    else:
+                        # a row before changed the line: its gates are found again
+                        if again_of is not redacted:
+                            again, again_of = self._gates.ends(fold(redacted)), redacted
+                        if again is None:
+                            redacted = sub(replace, redacted)
+                        else:
+                            redacted = anchored_sub(replace, redacted, again.get(row, ()))
+                    if redacted is not line and redacted == line:
+                        redacted = line
                 cost = _MEMO_ENTRY + len(line) + (len(redacted) if redacted is not line else 0)
                 if left >= cost:
                     done[key] = redacted
@@ -292,7 +329,10 @@ class Redactor:
 
     def _subs_of(self, mask: int) -> RowSubs:
         """The rows of `mask`, in table order, as (substitute, replace) pairs (remembered)."""
-        subs = tuple((_SUBS[index], self._line_subs[index]) for index in rows_of(mask, {}))
+        subs = tuple(
+            (index, _SUBS[index], self._line_subs[index], _ANCHORED[index])
+            for index in rows_of(mask, {})
+        )
         self._row_subs[mask] = subs
         return subs
 

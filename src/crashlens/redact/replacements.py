@@ -22,7 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias
 
+from crashlens.redact import anchors as a
 from crashlens.redact import patterns as p
+from crashlens.redact.anchors import Anchor
 from crashlens.redact.gates import Gate, Run
 from crashlens.redact.substitute import Before, Shape, Start
 from crashlens.redact.vocabulary import CODE_TLDS, TLDS, TOOLS, is_public
@@ -50,6 +52,9 @@ class Replacement:
     shape: Shape = None
     """Where the pattern's matches stand on a line, when that lets a line be searched less
     (`redact.substitute`)."""
+    anchor: Anchor | None = None
+    """Where the pattern's matches start, from where its gate's matches end: the line is
+    searched only there (`redact.anchors`)."""
 
 
 # --- values --------------------------------------------------------------------------------
@@ -564,6 +569,7 @@ REPLACEMENTS: Final = (
         p.KEY_VALUE,
         _key_value,
         _SECRET_NAME_END + rb"(?:[\"']?\s*[=:]|\\+\"\s*:)",
+        anchor=a.SECRET_NAME,
     ),
     Replacement(
         "secret",
@@ -645,7 +651,13 @@ REPLACEMENTS: Final = (
         _ipv6,
         rb"::|[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:",
     ),
-    Replacement("ip", p.IPV4, _ipv4, rb"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]"),
+    Replacement(
+        "ip",
+        p.IPV4,
+        _ipv4,
+        rb"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]",
+        anchor=a.IPV4,
+    ),
     Replacement("user", p.CURL_USER, _curl_user, rb"\s-u|--user"),
     Replacement(
         "user",
@@ -688,6 +700,7 @@ REPLACEMENTS: Final = (
         rb"ipaddr|topology_addr|rdzv[_-]?endpoint|k8s_node|node_ip|pod_ip|host_ip|"
         rb"control_?machine)[\"']?\s*[=:]|"
         rb"--(?:master[_-]addr|rdzv[_-]endpoint|host|hostname|node)[= ]",
+        anchor=a.KV_HOST,
     ),
     # the flag alone: the client's name before it took `re` (the pure-Python gates) a scan
     # to the line's end from each name
@@ -699,6 +712,7 @@ REPLACEMENTS: Final = (
         rb"(?:on|from|to|at|of) (?:host|node|machine|server) |connect to (?:host |\(|\[)|"
         rb"connecting to |connection to |resolve host|unknown host|hostfile\s|"
         rb"virtualmachines/|pdsh@",
+        anchor=a.PROSE_HOST,
     ),
     Replacement("host", p.HOSTFILE, _prefixed(_host), rb"\sslots\s*=", Start()),
     Replacement(
@@ -710,6 +724,12 @@ REPLACEMENTS: Final = (
     Replacement(
         "host", p.AWS_HOST, _whole(_host), rb"ip-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}"
     ),
-    Replacement("host", p.FQDN_RE, _fqdn, rb"[a-z0-9]\.(?:" + _TLD_GATE + rb")(?:[^a-z0-9_-]|$)"),
+    Replacement(
+        "host",
+        p.FQDN_RE,
+        _fqdn,
+        rb"[a-z0-9]\.(?:" + _TLD_GATE + rb")(?:[^a-z0-9_-]|$)",
+        anchor=a.FQDN,
+    ),
 )
 """Every row, in the order applied (see the module docstring for why this order)."""
