@@ -18,10 +18,12 @@ programs print them, or another report's lines):
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from crashlens.match.rules import shipped_rules
 from crashlens.model import Ending
 from crashlens.parsers.launcher.deaths import PROGRESS
 from crashlens.pipeline import analyze
@@ -214,3 +216,19 @@ def test_a_log_of_garbled_trainer_dicts_stops_in_training(tmp_path: Path) -> Non
     )
     assert report.assessment is not None
     assert "before any training progress" not in report.assessment.reason
+
+
+_CLASS = re.compile(r"\[(?:\\.|[^\]\\])*\]")
+
+
+def test_no_rule_pattern_puts_a_non_ascii_character_in_a_class() -> None:
+    """The scan backend matches UTF-8 bytes: a class holding `：` would match one byte of it,
+    so the line is never proposed. Such a character goes in an alternation (`(?::|：)`)."""
+    found = [
+        (rule.id, cls)
+        for rule in shipped_rules()
+        for pattern in rule.patterns
+        for cls in _CLASS.findall(pattern)
+        if not cls.isascii()
+    ]
+    assert not found
