@@ -7,7 +7,7 @@ failure detector finds no ending, this module tells apart:
 
 1. **The container is still running** (`still_running`): the process is alive and silent.
    `unknown`, citing the container's state: hung, or still working.
-2. **A pod never scheduled**: `stopped` (`decide.never_started`).
+2. **A pod never scheduled, a Slurm job still pending**: `stopped` (`decide.never_started`).
 3. **No input tells the run's story** (only records of a node: a kernel log, a GPU table):
    `unknown` with no sign; the inputs are judged on what they show (`none` when nothing in
    them failed), since nothing is known of the run's end, not even that its log stopped.
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from crashlens.decide.harmless_output import harmless_entry, why
 from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_ignored
 from crashlens.decide.last_output import read_last_record
-from crashlens.decide.never_started import never_scheduled
+from crashlens.decide.never_started import never_allocated, never_scheduled
 from crashlens.decide.peer_wait import PEER_WAIT_RULES
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind
 
@@ -107,6 +107,9 @@ def without_ending(
             ),
         )
     if (never := never_scheduled(facts, story)) is not None:
+        return never
+    # a pending Slurm job beside a failure line: the failure is what the inputs are about
+    if not _failed(facts, hits, failure_rules) and (never := never_allocated(facts)) is not None:
         return never
     if not lasts:
         what = "no input shows how the run ended" if not story else "the run's log is empty"

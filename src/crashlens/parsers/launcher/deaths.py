@@ -28,6 +28,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   (`OUT_OF_MEMORY`, `FAILED`, `NODE_FAIL`, `TIMEOUT`, `CANCELLED`, `PREEMPTED`, `COMPLETED`,
   truncated `OUT_OF_ME+` read whole); attrs exit_code, signal, by (the uid that cancelled).
 * `launcher.completed` (see the package docstring): the run's completion line, in any log.
+* `slurm.pending`: str the reason `squeue` gives for a job it shows pending (`PD`, `squeue.py`);
+  attrs job, partition, failed_before (the reason records a failure: a launch that failed).
 * `python.exiting`: True, the first of PyTorch's `destroy_process_group() was not called
   before program exit` warnings: a process group's destructor ran as the interpreter exited.
 * `log.progress`: True at the first line that reports training progress (an epoch, step or
@@ -61,6 +63,7 @@ from crashlens.parsers.launcher.signals import (
     SIGNALS,
     SignalLog,
 )
+from crashlens.parsers.launcher.squeue import failed_before, pending_job
 from crashlens.parsers.launcher.sudo_contrast import sudo_contrast
 from crashlens.text.values import bounded_int
 
@@ -335,6 +338,17 @@ class DeathSigns(AnchoredCollector):
         scope = "run" if self.run_completed else "process"
         self.keep_first("launcher.completed", True, line, scope=scope)
 
+    def on_squeue_pending(self, line: Line) -> None:
+        if (job := pending_job(line.text)) is not None:
+            self._sign(
+                "slurm.pending",
+                job.reason,
+                line,
+                job=job.job,
+                partition=job.partition,
+                failed_before=failed_before(job.reason),
+            )
+
     def on_progress(self, line: Line) -> None:
         if PROGRESS.search(line.text):
             self.keep_first("log.progress", True, line)
@@ -432,5 +446,7 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         rf"(?:{_SLURM_STATES})[ \t|]+[0-9]+:[0-9]+|JobState=[A-Z]|^State: [A-Z_]+ \(exit code",
         D.on_slurm_state,
     ),
+    # squeue's row for a pending job: `PD`, no time run, the reason in parentheses
+    Anchor(r"PD[ \t]+0:00[ \t]+[0-9]+[ \t]+\(", D.on_squeue_pending),
 )
 del D
