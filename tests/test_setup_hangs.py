@@ -70,3 +70,29 @@ def test_an_mpi_connection_dropped_for_its_source_address_points_at_the_network(
     assert report.verdict is not Verdict.NONE
     assert report.causes and report.causes[0].category.value == "network"
     assert "network-openmpi-btl-tcp-connection-dropped" in _rules_cited(report)
+
+
+def test_a_warning_before_a_wait_for_peers_is_no_run_going_on(tmp_path: Path) -> None:
+    # The warning is gone past, but the processes were last seen waiting for their peers.
+    wait = (
+        "[torch.distributed.distributed_c10d][INFO] - Waiting in store based barrier to "
+        "initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=4, "
+        "worker_count=2, timeout=0:30:00)\n"
+    )
+    text = "node-01:2521:2528 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+    report = log_report(tmp_path, text + wait * 2)
+    assert ending_of(report) is Ending.UNKNOWN
+    assert report.verdict is not Verdict.NONE
+
+
+def test_a_wait_for_peers_followed_by_training_is_gone_past(tmp_path: Path) -> None:
+    text = (
+        "[torch.distributed.distributed_c10d][INFO] - Waiting in store based barrier to "
+        "initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=2, "
+        "worker_count=1, timeout=0:30:00)\n"
+        "epoch 1 step 100 loss 0.91\n"
+        "epoch 1 step 200 loss 0.88\n"
+    )
+    report = log_report(tmp_path, text)
+    assert ending_of(report) is Ending.ONGOING
+    assert report.verdict is Verdict.NONE

@@ -19,7 +19,9 @@ failure detector finds no ending, this module tells apart:
    that looks alarming (a context rule's line, an NCCL WARN, an exception the process reported
    and went on from, a warning with the run's progress after it: `log.last_warning`), unless
    its last line is an error still propagating (NCCL's return-code trace), or multiprocessing's
-   resource tracker reporting leaked semaphores (the processes had ended, how is not shown).
+   resource tracker reporting leaked semaphores (the processes had ended, how is not shown),
+   or its processes were last seen waiting for their peers to join with no training progress
+   after it (`decide.peer_wait`: the lines after a wait do not show the peers joined).
    That is what an excerpt of scary-but-harmless lines looks like: the report lists each line
    and why it is harmless (for a catalog entry, its reason and its project's source), and the
    verdict is `none`.
@@ -42,7 +44,7 @@ from crashlens.decide.harmless_output import harmless_entry, why
 from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.never_started import never_allocated, never_scheduled
-from crashlens.decide.peer_wait import PEER_WAIT_RULES
+from crashlens.decide.peer_wait import PEER_WAIT_RULES, PROGRESS_KEYS
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind
 
 STORY_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
@@ -150,16 +152,11 @@ def ended_process(item: Fact) -> bool:
 
 def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm]:
     """The lines of one log that look alarming: a rule's line, an NCCL WARN, an exception
-    the process reported and went on from; once per line, in order. A process waiting for its
-    peers (`PEER_WAIT_RULES`) is no alarm: lines after the wait (another node's set-up, the
-    launcher copying files) do not show that the peers ever joined."""
+    the process reported and went on from; once per line, in order."""
     found = [
         Alarm(h.path, h.lineno, f"`{_short(h.text.strip())}` ({h.rule_id})", _why(h.text))
         for h in hits
-        if h.path == path
-        and h.lineno is not None
-        and not h.against
-        and h.rule_id not in PEER_WAIT_RULES
+        if h.path == path and h.lineno is not None and not h.against
     ]
     found += [
         Alarm(f.path, f.lineno, f"NCCL WARN `{_short(str(f.value))}`")
@@ -211,6 +208,8 @@ def _ongoing(
             return None  # the error of its last alarm was still propagating
         if wording is not None and wording.kind == "leaked":
             return None  # its processes had ended, and how is not shown
+        if _still_waiting(facts, hits, last.path):
+            return None  # nothing shows that the peers it waited for ever joined
         if wording is not None and wording.kind == "notice":
             says = f"its last line shows it going on: {wording.says}"
         elif known is not None and all(a.lineno < line or a.why for a in alarms):
@@ -237,6 +236,24 @@ def _ongoing(
             "are harmless (judged below)."
         ),
         harmless=tuple(listed),
+    )
+
+
+def _still_waiting(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> bool:
+    """Whether a log's processes were last seen waiting for their peers to join
+    (`PEER_WAIT_RULES`): a wait with no training progress after it. Only progress shows that
+    the peers joined; other lines after the wait (another node's set-up, the launcher copying
+    files, more waits) do not, so such a log is no excerpt of a run going on well."""
+    waits = [
+        h.lineno
+        for h in hits
+        if h.path == path and h.rule_id in PEER_WAIT_RULES and h.lineno is not None
+    ]
+    if not waits:
+        return False
+    last_wait = max(waits)
+    return not any(
+        f.path == path and f.key in PROGRESS_KEYS and (f.lineno or 0) > last_wait for f in facts
     )
 
 
