@@ -175,3 +175,19 @@ def test_a_crash_after_the_load_warning_still_shows(tmp_path: Path) -> None:
     )
     report = log_report(tmp_path / "run", text)
     assert str(report.verdict) == "gpu_oom"
+
+
+def test_a_hub_download_retried_after_a_timeout_is_no_network_failure(tmp_path: Path) -> None:
+    # huggingface_hub's back-off warns and tries again; the download then went on
+    text = (
+        "'(ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Read timed"
+        " out. (read timeout=10)\"), '(Request ID: 0b1c2d3e)')' thrown while requesting HEAD"
+        " https://huggingface.co/bert-base-uncased/resolve/main/config.json\n"
+        "Retrying in 1s [Retry 1/5].\n"
+        "{'loss': 0.6931, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n"
+        "{'train_runtime': 812.4, 'train_samples_per_second': 9.8, 'epoch': 1.0}\n"
+    )
+    report = log_report(tmp_path / "run", text)
+    cited = {item.rule for cause in report.causes for item in cause.evidence}
+    assert "network-http-read-timed-out" not in cited
+    assert str(report.verdict) != "network"
