@@ -104,7 +104,12 @@ class Gates:
     each of its lines needs."""
 
     def __init__(
-        self, gates: Sequence[Gate], *, backend: str = "auto", record: Sequence[int] = ()
+        self,
+        gates: Sequence[Gate],
+        *,
+        backend: str = "auto",
+        record: Sequence[int] = (),
+        sharper: Sequence[bytes | None] = (),
     ) -> None:
         self._gates = tuple(gates)
         self._bits = tuple(1 << row for row in range(len(self._gates)))
@@ -117,6 +122,9 @@ class Gates:
         )
         self._database: Any = None
         if regexes and backend in ("auto", "hyperscan"):
+            # a row's sharper gate, where it has one, stands in for its gate with Hyperscan
+            sharp = dict(enumerate(sharper))
+            regexes = [(row, sharp.get(row) or gate) for row, gate in regexes]
             self._database = _hyperscan_database(regexes)
             if self._database is None and backend == "hyperscan":
                 raise RuntimeError("hyperscan is not installed")

@@ -28,6 +28,7 @@ from crashlens.redact.patterns import (
     KEEP_IPS,
     KINDS,
     NOT_HOST,
+    PSEUDO_START,
     PSEUDONYM_RE,
     ip_key,
     is_ip,
@@ -56,6 +57,8 @@ _MEMO_BUDGET = 64 * 1024 * 1024
 bundle's first logs are, and those are redacted first)."""
 _LINES_BUDGET = 32 * 1024 * 1024
 """The same for the memo of lines (kept apart: lines fill a budget much faster)."""
+_MAX_SHOWN_HOSTS = 65536
+"""Host names `shown_host` remembers; past this, forgotten and found again."""
 _MAX_MASKS = 4096
 """Masks of rows remembered with their row indices; past this, forgotten and found again."""
 _MEMO_ENTRY = 64
@@ -73,7 +76,12 @@ def gates(backend: str = "auto") -> Gates:
     found = _GATES.get(backend)
     if found is None:
         anchored_rows = [index for index, row in enumerate(_LINE_ROWS) if row.anchor is not None]
-        found = Gates([row.gate for row in _LINE_ROWS], backend=backend, record=anchored_rows)
+        found = Gates(
+            [row.gate for row in _LINE_ROWS],
+            backend=backend,
+            record=anchored_rows,
+            sharper=[row.sharp_gate for row in _LINE_ROWS],
+        )
         _GATES[backend] = found
     return found
 
@@ -108,6 +116,7 @@ class Redactor:
         """Whether `_learned_literals` was built for what is learned now (None: could not be)."""
         self._hosts_seen: dict[str, str | None] = {}
         """learn_host's answers: a host is seen on every line of a pdsh log."""
+        self._shown_hosts: dict[str, str] = {}
         self._gates = gates(backend)
         self._memo: dict[str | bytes, tuple[Edit, ...]] = {}
         """What the rows made of a text (its edits), by `_memo_key`: `collect` and
@@ -161,6 +170,19 @@ class Redactor:
         found = self._learn_host(name)
         self._hosts_seen[name] = found
         return found
+
+    def shown_host(self, name: str) -> str:
+        """What a host name found by a row is written as: its pseudonym, or the name where it
+        is none (a pseudonym already, a public name, a word); remembered, as a log names the
+        same hosts on every line."""
+        shown = self._shown_hosts.get(name)
+        if shown is None:
+            kept = PSEUDO_START.match(name) is not None
+            shown = name if kept else self.learn_host(name) or name
+            if len(self._shown_hosts) >= _MAX_SHOWN_HOSTS:
+                self._shown_hosts.clear()
+            self._shown_hosts[name] = shown
+        return shown
 
     def _learn_host(self, name: str) -> str | None:
         name = name.strip().strip("[]\"'").rstrip(".")
@@ -282,6 +304,8 @@ class Redactor:
         if len(row_subs) > _MAX_MASKS:
             row_subs.clear()
         left = self._lines_left
+        anchors = bool(ends)
+        gates_of = self._gates.ends
         for start, mask in sorted(lines.items()):
             end = find("\n", start)
             if end < 0:
@@ -289,13 +313,21 @@ class Redactor:
             line = text[start:end]
             key = (mask, line)
             redacted = done.get(key)
-            if redacted is None:
-                subs = row_subs.get(mask)
-                if subs is None:
-                    subs = self._subs_of(mask)
+            if redacted is not None:
+                if redacted != line:
+                    edits.append((start, end, redacted))
+                continue
+            subs = row_subs.get(mask)
+            if subs is None:
+                subs = self._subs_of(mask)
+            if len(subs) == 1 and subs[0][3] is None:
+                # one row, not anchored (a syslog or pdsh prefix alone: most gated lines)
+                _, sub, replace, _ = subs[0]
+                redacted = sub(replace, line)
+            else:
                 redacted = line
-                plain = line.isascii() and bool(ends)
-                again: dict[int, list[int]] = {}
+                plain = anchors and line.isascii()
+                again: dict[int, list[int]] | None = None
                 again_of = line
                 for row, sub, replace, anchored_sub in subs:
                     if anchored_sub is None or not plain:
@@ -309,20 +341,20 @@ class Redactor:
                         at = [found_end - start for found_end in row_ends[low:high]]
                         redacted = anchored_sub(replace, line, at)
                     else:
-                        # a row before changed the line: its gates are found again
-                        if again_of is not redacted:
-                            again, again_of = self._gates.ends(fold(redacted)), redacted
-                        if again is None:
-                            redacted = sub(replace, redacted)
-                        else:
-                            redacted = anchored_sub(replace, redacted, again.get(row, ()))
+                        # a row before changed the line: its gates are found again (once
+                        # for each new text of the line)
+                        if again is None or again_of is not redacted:
+                            again, again_of = gates_of(fold(redacted)), redacted
+                        redacted = anchored_sub(replace, redacted, again.get(row, ()))
                     if redacted is not line and redacted == line:
                         redacted = line
-                cost = _MEMO_ENTRY + len(line) + (len(redacted) if redacted is not line else 0)
-                if left >= cost:
-                    done[key] = redacted
-                    left -= cost
-            if redacted != line:
+            if redacted is not line and redacted == line:
+                redacted = line
+            cost = _MEMO_ENTRY + len(line) + (len(redacted) if redacted is not line else 0)
+            if left >= cost:
+                done[key] = redacted
+                left -= cost
+            if redacted is not line:
                 edits.append((start, end, redacted))
         self._lines_left = left
         return edits
