@@ -82,3 +82,30 @@ def test_the_base64_gate_proposes_only_mixed_case_runs() -> None:
     assert gates.lines(fold(text), text) == {len(digest) + 1: 1}
     assert set(gates.lines(fold(text))) == {0, len(digest) + 1, len(digest) + len(blob) + 2}
     assert "Zm9vYmFy" not in Redactor().text(text) and digest in Redactor().text(text)
+
+
+def test_a_long_text_kept_whole_or_remembered_by_digest_writes_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long text is kept whole with its folded bytes while a budget lasts (the writing
+    pass folds only the lines the rows changed), and by digest after it: both write what
+    the rows and the learned names make of it, characters outside Latin-1 included."""
+    from crashlens.redact import redactor as module
+
+    lines = [
+        *JOB,
+        "│ trn-h100-031 │ ſecret=abcdefgh │ carol's ΚΕΡ run on trn-h100-032 ━━━",
+        "Kelvin toKen=zyxwvuts on trn-h100-031 — 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 carol",
+    ]
+    big = "\n".join(lines * 60)
+    assert len(big) > module._DIGEST_FROM
+    kept = Redactor()
+    kept.learn(big)
+    assert kept.text(big) == kept.text(big)  # the second time from the memo
+    monkeypatch.setattr(module, "_KEPT_BUDGET", 0)
+    digested = Redactor()
+    digested.learn(big)
+    assert digested.text(big) == kept.text(big)
+    assert digested.mapping() == kept.mapping()
+    written = kept.text(big)
+    assert "trn-h100" not in written and "carol" not in written and "abcdefgh" not in written

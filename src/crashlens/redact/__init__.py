@@ -45,7 +45,8 @@ The package: `vocabulary` (word lists, kept in `vocabulary.toml`), `patterns` (t
 secrets, personal values and hosts), `replacements` (the ordered table of what each shape
 becomes, each row with its gate), `gates` (one multi-pattern pass that hands each row only the
 lines it can touch), `substitute` (a row's search on one line, cut short where the row's shape
-allows), `redactor` (`Redactor`: the mapping, what it has learned, `learn()` then
+allows), `anchors` (a row tried only where its gate's match ends say a match starts),
+`redactor` (`Redactor`: the mapping, what it has learned, `learn()` then
 `text()`/`name()`). This module applies one Redactor to a whole report.
 """
 

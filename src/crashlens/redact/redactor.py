@@ -6,11 +6,13 @@ value the rows find and every learned name wherever it stands. `text()` alone le
 goes, for callers that have one string.
 
 Speed: the rows run only on the lines their gate proposes (`redact.gates`), each searching a
-line only as far as a match can stand (`redact.substitute`), and the learned
-names are found with one literal search over the folded text (Hyperscan's literal matcher), so
-a line with nothing personal costs a share of one multi-pattern pass. What the rows made of a
-text is remembered (by its SHA-256) and of a gated line (by the line): the second pass over
-the same text, and a line a log repeats, cost a lookup (bench/redact_bench.py).
+line only as far as a match can stand (`redact.substitute`) or only where its gate's matches
+end says one starts (`redact.anchors`), and the learned names are found with one literal
+search over the folded text (Hyperscan's literal matcher), so a line with nothing personal
+costs a share of one multi-pattern pass. What the rows made of a text is remembered (by the
+text itself while a budget lasts, with its folded bytes, then by its SHA-256) and of a gated
+line (by the line): the second pass over the same text, and a line a log repeats, cost a
+lookup (bench/redact_bench.py).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ _ANCHORED = tuple(
     anchored(row.pattern, row.anchor) if row.anchor is not None else None for row in _LINE_ROWS
 )
 _GATES: dict[str, Gates] = {}
+Remembered = tuple[tuple[Edit, ...], bytes | None]
+"""The rows' edits of a text, and the text folded where the memo keeps that."""
 RowSubs = tuple[tuple[int, Substitute, Callable[[re.Match[str]], str], Anchored | None], ...]
 """The rows a line's gates proposed, in table order: each one's index, substitute, replace
 and, where its gate's match ends tell where its matches start, its anchored substitute."""
@@ -64,7 +68,12 @@ _MAX_MASKS = 4096
 _MEMO_ENTRY = 64
 """What one memo entry or edit costs besides its characters (the tuple, the int objects)."""
 _DIGEST_FROM = 1024
-"""Texts this long are remembered by a SHA-256 digest rather than kept whole as the key."""
+"""Texts this long are kept whole as their key only while `_KEPT_BUDGET` lasts, and are
+remembered by a SHA-256 digest after that."""
+_KEPT_BUDGET = 40 * 1024 * 1024
+"""What the memo may spend, besides `_MEMO_BUDGET`, on long texts kept whole: as their own key
+(found again by a dict lookup, which costs a third of a digest) and with their folded bytes
+(the writing pass then folds only the lines the rows changed, not the whole text again)."""
 _HOST_EDGE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-")
 """Characters that continue a host name: a learned host is replaced only between others."""
 _NAME_EDGE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
@@ -118,11 +127,15 @@ class Redactor:
         """learn_host's answers: a host is seen on every line of a pdsh log."""
         self._shown_hosts: dict[str, str] = {}
         self._gates = gates(backend)
-        self._memo: dict[str | bytes, tuple[Edit, ...]] = {}
-        """What the rows made of a text (its edits), by `_memo_key`: `collect` and
-        `analyze --redact` give every text to `learn()` and then to `text()`, and the second
-        time costs a digest. Exact: once a value has its pseudonym, the rows give a text the
-        same output every time (learning a value again changes nothing)."""
+        self._memo: dict[str | bytes, Remembered] = {}
+        """What the rows made of a text (its edits, and its folded bytes while they are
+        kept), by the text itself or its digest: `collect` and `analyze --redact` give every
+        text to `learn()` and then to `text()`, and the second time costs a lookup. Exact:
+        once a value has its pseudonym, the rows give a text the same output every time
+        (learning a value again changes nothing)."""
+        self._kept_left = _KEPT_BUDGET
+        self._digested = False
+        """Whether some text was remembered by its digest (a lookup then tries that too)."""
         self._lines: dict[tuple[int, str], str] = {}
         """What the rows made of a line, by the rows its gates proposed and the line: a log
         repeats lines (the same warning on every rank), and each costs a lookup after the
@@ -251,34 +264,56 @@ class Redactor:
         """`text` with every personal or secret value replaced by its pseudonym."""
         if not text:
             return text
-        return self._known(self._rows(text), names=False)
+        return self._known(*self._rows(text), names=False)
 
     def name(self, path: str) -> str:
         """A file name or path: as `text()`, and a learned host is also replaced where it is
         joined to other words by `-` (`env-<host>.txt`)."""
         if not path:
             return path
-        return self._known(self._rows(path), names=True)
+        return self._known(*self._rows(path), names=True)
 
-    def _rows(self, text: str) -> str:
-        """`text` through every row."""
-        return apply_edits(text, self._remembered(text))
+    def _rows(self, text: str) -> tuple[str, bytes | None]:
+        """`text` through every row, and what that folds to where the memo kept `text`'s
+        folded bytes (fold is character by character: the changed lines are folded alone)."""
+        edits, folded = self._remembered(text)
+        if folded is None or not edits:
+            return apply_edits(text, edits), folded
+        return apply_edits(text, edits), _folded_edits(folded, edits)
 
-    def _remembered(self, text: str) -> tuple[Edit, ...]:
+    def _remembered(self, text: str) -> Remembered:
         """What the rows make of `text`: from the memo when this text went through them
-        before, else found now (and remembered while the budget lasts)."""
-        key = _memo_key(text)
-        edits = self._memo.get(key)
-        if edits is None:
-            edits = self._edits(text)
-            cost = _MEMO_ENTRY + (len(key) if isinstance(key, str) else 0)
-            cost += sum(_MEMO_ENTRY + len(replacement) for _, _, replacement in edits)
-            if self._memo_left >= cost:
-                self._memo[key] = edits
-                self._memo_left -= cost
-        return edits
+        before, else found now (and remembered while the budgets last)."""
+        memo = self._memo
+        key: str | bytes = text
+        found = memo.get(text)
+        if found is None and self._digested and len(text) >= _DIGEST_FROM:
+            key = _digest(text)
+            found = memo.get(key)
+        if found is not None:
+            return found
+        edits, folded = self._edits(text)
+        cost = _MEMO_ENTRY + sum(_MEMO_ENTRY + len(replacement) for _, _, replacement in edits)
+        if len(text) < _DIGEST_FROM:
+            cost += len(text)
+            kept: bytes | None = None
+        elif self._kept_left >= 2 * len(text):
+            kept = folded
+        else:
+            kept = None
+            if isinstance(key, str):
+                key = _digest(text)
+        if self._memo_left >= cost:
+            memo[key] = (edits, kept)
+            self._memo_left -= cost
+            if kept is not None:
+                self._kept_left -= 2 * len(text)
+            elif isinstance(key, bytes):
+                self._digested = True
+        return edits, kept
 
-    def _edits(self, text: str) -> tuple[Edit, ...]:
+    def _edits(self, text: str) -> Remembered:
+        """The rows' edits of `text`, and `text` folded."""
         folded = fold(text)
         ends: dict[int, list[int]] = {}
         if b"-----begin " in folded:
@@ -286,8 +321,9 @@ class Redactor:
             if unkeyed != text:
                 lines = self._gates.lines(fold(unkeyed), unkeyed, ends)
                 found = self._line_edits(unkeyed, lines, ends)
-                return ((0, len(text), apply_edits(unkeyed, found)),)
-        return tuple(self._line_edits(text, self._gates.lines(folded, text, ends), ends))
+                return ((0, len(text), apply_edits(unkeyed, found)),), folded
+        edits = tuple(self._line_edits(text, self._gates.lines(folded, text, ends), ends))
+        return edits, folded
 
     def _line_edits(
         self, text: str, lines: dict[int, int], ends: dict[int, list[int]]
@@ -368,11 +404,13 @@ class Redactor:
         self._row_subs[mask] = subs
         return subs
 
-    def _known(self, text: str, *, names: bool) -> str:
-        """Last: every host, user and account learned so far, wherever it stands."""
+    def _known(self, text: str, folded: bytes | None, *, names: bool) -> str:
+        """Last: every host, user and account learned so far, wherever it stands (`folded`:
+        `text` folded, where known)."""
         if not self._learned:
             return text
-        folded = fold(text)
+        if folded is None:
+            folded = fold(text)
         learned = self._learned
         pieces: list[str] = []
         position = 0
@@ -433,11 +471,22 @@ class Redactor:
         return self._learned_literals
 
 
-def _memo_key(text: str) -> str | bytes:
-    """A short text is its own key; a long one its SHA-256 digest (never equal to a `str`)."""
-    if len(text) < _DIGEST_FROM:
-        return text
+def _digest(text: str) -> bytes:
+    """A long text's key once texts are no longer kept whole (never equal to a `str`)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _folded_edits(folded: bytes, edits: tuple[Edit, ...]) -> bytes:
+    """`folded` (a text folded) with each edit's replacement folded in its place: the text
+    with the edits made, folded."""
+    pieces: list[bytes] = []
+    position = 0
+    for start, end, replacement in edits:
+        pieces.append(folded[position:start])
+        pieces.append(fold(replacement))
+        position = end
+    pieces.append(folded[position:])
+    return b"".join(pieces)
 
 
 def _expand_hostlist(name: str) -> list[str]:
