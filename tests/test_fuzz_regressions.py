@@ -88,6 +88,21 @@ def test_deeply_nested_elements_in_nvidia_smi_xml() -> None:
     assert any("nested deeper" in warning for warning in result.warnings), result.warnings
 
 
+def test_a_tag_name_cut_into_a_long_run_in_nvidia_smi_xml() -> None:
+    """Found as a hang (session 18, 62-minute run): a byte-mutated `nvidia-smi -q -x` whose
+    `</power_draw>` became `</pow` and 31,000 digits took 79 s in the tolerant XML reader (the
+    tag name's repeat retried at every split with the attributes: quadratic). The GPU's
+    fields before the damage are kept."""
+    xml = (SAMPLES / "nvidia_smi" / "qx_tesla-t4.xml").read_text(encoding="utf-8")
+    cut = xml.index("</power_draw>") + len("</pow")
+    parser = _document_parser(InputKind.NVIDIA_SMI)
+    with deadline(10.0):
+        result = parser.parse(xml[:cut] + "9" * 32_000 + "\n" + xml[cut:], "query.xml")
+    facts = {f.key for f in result.facts}
+    assert facts, "the GPU read before the damage is lost"
+    assert facts <= {f.key for f in parser.parse(xml, "query.xml").facts}
+
+
 def test_a_wrong_json_type_in_a_kubectl_pod_list() -> None:
     """Found as a TypeError (unhashable type: 'list') out of parse(): `"kind": []` in a pod
     list. The object is read by its shape, as a pod without a kind is."""

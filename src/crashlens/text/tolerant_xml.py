@@ -11,9 +11,16 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+# Linear on any input. A comment, processing instruction, CDATA section or declaration is
+# looked for within its line, and one left open runs to the end of that line: searched for
+# across the whole text, an opener with no closer would scan to the end again at every later
+# opener (quadratic). The tag name is possessive: a name cut off before its `>`
+# (`<pow99999...`) is otherwise retried at every split between name and attributes, quadratic
+# in the name's length (a 32 KB name took 23 s).
 _TOKEN_RE = re.compile(
-    r"<!--.*?-->|<\?.*?\?>|<!\[CDATA\[.*?\]\]>|<![^>]*>"
-    r"|<(?P<close>/)?(?P<tag>[A-Za-z_][\w.:-]*)(?P<attrs>[^<>]*?)(?P<empty>/)?>"
+    r"<!--(?:[^\n]*?-->|[^\n]*+)|<\?(?:[^\n]*?\?>|[^\n]*+)"
+    r"|<!\[CDATA\[(?:[^\n]*?\]\]>|[^\n]*+)|<![^>\n]*+>?"
+    r"|<(?P<close>/)?(?P<tag>[A-Za-z_][\w.:-]*+)(?P<attrs>[^<>]*?)(?P<empty>/)?>"
     r"|(?P<text>[^<]+)",
     re.DOTALL,
 )

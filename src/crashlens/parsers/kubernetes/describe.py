@@ -27,7 +27,9 @@ from crashlens.parsers.kubernetes.common import (
     replica_of,
 )
 
-_ROW_RE = re.compile(r"^( *)([A-Z][A-Za-z ]*[a-z]|[a-z][a-z0-9.-/]*):[ \t]*(.*?)[ \t]*$")
+# The value's trailing blanks are stripped in Python: a lazy `(.*?)[ \t]*$` retries the blanks
+# at every character of a long run of them that does not end the line (quadratic).
+_ROW_RE = re.compile(r"^( *)([A-Z][A-Za-z ]*[a-z]|[a-z][a-z0-9.-/]*):[ \t]*(.*)$")
 _CONTAINER_RE = re.compile(r"^  ([a-z0-9][a-z0-9-.]*):[ \t]*$")
 _LABEL_RE = re.compile(r"^(?:Labels:)?[ \t]+([A-Za-z0-9][A-Za-z0-9._/-]*)=([^ \t]*)[ \t]*$")
 _EVENT_HEADER_RE = re.compile(r"^[ \t]*Type[ \t]+Reason[ \t]+Age[ \t]+From[ \t]+Message[ \t]*$")
@@ -123,7 +125,7 @@ class _Describe:
         row = _ROW_RE.match(expanded)
         if row is None:
             return
-        indent, key, value = len(row.group(1)), row.group(2), row.group(3)
+        indent, key, value = len(row.group(1)), row.group(2), row.group(3).rstrip(" \t")
         shown = line.strip()
         add = self.add
         if indent == 0:
