@@ -509,9 +509,10 @@ def _expand_hostlist(name: str) -> list[str]:
 
 
 def _numbered(name: str) -> bool:
-    return any(c.isdigit() for c in name)
+    return any(map(str.isdigit, name))
 
 
 def _looks_like_machine(label: str) -> bool:
-    has_letter = any(c.isalpha() for c in label)
-    return len(label) >= 3 and has_letter and any(c.isdigit() or c == "-" for c in label)
+    if len(label) < 3 or not any(map(str.isalpha, label)):
+        return False
+    return "-" in label or any(map(str.isdigit, label))

@@ -126,7 +126,7 @@ def _url_userinfo(redactor: Redactor, match: re.Match[str]) -> str:
         return match.group(0)
     if password is None:
         # a lone userinfo: a token (long, mixed) or a user name
-        looks_secret = len(user) >= 16 and any(c.isdigit() for c in user)
+        looks_secret = len(user) >= 16 and any(map(str.isdigit, user))
         shown = _secret(redactor, user) if looks_secret else _user(redactor, user)
         return f"{match.group('scheme')}{shown}@"
     shown_user = _user(redactor, user) if user else ""
@@ -483,7 +483,8 @@ def _user_at_host(redactor: Redactor, match: re.Match[str]) -> str:
 
 
 def _has_digit_or_dash(token: str) -> bool:
-    return any(c.isdigit() or c == "-" for c in token[1:])
+    rest = token[1:]
+    return "-" in rest or any(map(str.isdigit, rest))
 
 
 def _prefix_host(redactor: Redactor, match: re.Match[str]) -> str:

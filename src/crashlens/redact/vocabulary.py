@@ -6,6 +6,7 @@ public services, file suffixes, tool names; and which last labels make a dotted 
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from importlib import resources
 from typing import Final
@@ -42,9 +43,22 @@ _PUBLIC_LABELS: Final = max(domain.count(".") + 1 for domain in PUBLIC_DOMAINS)
 
 
 def is_public(domain: str) -> bool:
-    """Whether `domain` is one of PUBLIC_DOMAINS or a name under one."""
+    """Whether `domain` is one of PUBLIC_DOMAINS or a name under one (remembered for names
+    of a host's length: a log names the same few on many lines)."""
+    if len(domain) > _REMEMBERED_LENGTH:
+        return _is_public(domain)
+    return _remembered_is_public(domain)
+
+
+_REMEMBERED_LENGTH: Final = 255
+
+
+def _is_public(domain: str) -> bool:
     lower = domain.lower().rstrip(".")
     # Its last one, two, ... labels, as far as the longest public domain goes: a set lookup
     # each (hosts are checked often), and a name of 10,000 labels costs no more than one.
     labels = lower.rsplit(".", _PUBLIC_LABELS)
     return any(".".join(labels[-count:]) in _PUBLIC_SET for count in range(1, len(labels) + 1))
+
+
+_remembered_is_public: Final = functools.lru_cache(maxsize=16384)(_is_public)
