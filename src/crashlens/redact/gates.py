@@ -132,8 +132,9 @@ class Gates:
         self.recorded = frozenset(record) if self._database is not None else frozenset()
         """The rows whose gate match ends `lines()` and `ends()` give (Hyperscan reports every
         end; `re` only those of non-overlapping matches, so the Python backend gives none)."""
-        recorded = [(row, gate) for row, gate in regexes if row in self.recorded]
-        self._recorded_database: Any = _hyperscan_database(recorded) if recorded else None
+        self._recorded = [(row, gate) for row, gate in regexes if row in self.recorded]
+        self._recorded_database: Any = None
+        """Built on first use (a changed line's gates): most short texts never need it."""
 
     def lines(
         self, folded: bytes, text: str | None = None, ends: dict[int, list[int]] | None = None
@@ -225,6 +226,8 @@ class Gates:
         """Row -> where its gate's matches end in `folded`, ascending, for the rows of
         `recorded` (a line the rows before changed: its gates are found again)."""
         found: dict[int, list[int]] = {}
+        if self._recorded_database is None and self._recorded:
+            self._recorded_database = _hyperscan_database(self._recorded)
         if self._recorded_database is None:
             return found
 
