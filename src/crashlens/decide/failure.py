@@ -357,6 +357,9 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         add(Ending.DIED, "fatal", f"Python aborted with a fatal error ({value})")
     elif key == "log.fatal":
         add(Ending.DIED, "fatal", f"the process printed a dying message ({value})")
+    elif key == "serving.engine_dead":
+        says = item.attr("says")
+        add(Ending.DIED, "fatal", f"the {value} serving engine reported its own death ({says})")
     elif key == "python.thread_dump" and item.attr("after_timeout") is not True:
         add(Ending.DIED, "fatal", "faulthandler dumped the threads of a crashing process")
     elif key == "log.ends_with":

@@ -40,6 +40,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `python.gc_crash`: True, faulthandler's `Garbage-collecting` line in a dumped stack: the
   fatal error struck during a garbage collection (CPython 3.10+, bpo-44466), i.e. while the
   collector walked the heap: a corrupted object, so corrupted memory.
+* `serving.engine_dead`: str the serving engine whose own death sign a line prints
+  (`ENGINE_DEATHS`: vLLM's `EngineDeadError`, SGLang's scheduler exception, TGI's shard or
+  download process signaled to shut down), the first line of each engine; attr `says`.
 * `log.last_line`, `log.ends_with`: how the log ends (`ending.py`).
 * `shell.sudo_contrast`: a command that failed as the user and not under sudo, in a shell
   transcript among the log's last lines (`sudo_contrast.py`).
@@ -175,6 +178,41 @@ PROGRESS = re.compile(
 """A training loop's progress line: a counter (`Epoch 3`, `[Epoch 1]`, `step: 200`, `iter 40`)
 or a loss value (`loss: 0.42`, `loss=1.3`, and the Hugging Face Trainer's logged dict
 `{'loss': 0.42, ...}`)."""
+ENGINE_DEATHS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # vLLM: the engine core's loop died (V1 `EngineDeadError`, V0 `AsyncEngineDeadError`
+    # and its `Background loop has errored already`), or never came up; every later
+    # request fails with it, the server does not recover
+    (
+        "vLLM",
+        re.compile(
+            r"\b(?:Async)?EngineDeadError\b|Background loop has errored already"
+            r"|EngineCore encountered a fatal error|Engine core initialization failed"
+        ),
+    ),
+    # SGLang: a subprocess's event loop caught an exception; it then sends SIGQUIT to the
+    # server's parent process, which exits
+    (
+        "SGLang",
+        re.compile(
+            r"\b(?:Scheduler|TpModelWorkerClient|DetokenizerManager|DataParallelController)"
+            r" hit an exception"
+        ),
+    ),
+    # Hugging Face TGI's launcher: a child process (shard, download, webserver) died
+    (
+        "TGI",
+        re.compile(
+            r"\b(?:Shard|Download|Webserver) process was signaled to shutdown"
+            r"|\bShard [0-9]+ failed to start\b"
+        ),
+    ),
+)
+"""A serving engine's own words for its death, by engine: the server stops serving."""
+_ENGINE_ANCHOR = (
+    r"EngineDeadError|Background loop has errored|EngineCore encountered a fatal"
+    r"|Engine core initialization failed| hit an exception"
+    r"|process was signaled to shutdown|failed to start"
+)
 _GC_CRASH = re.compile(r"^[ \t]*Garbage-collecting[ \t]*$")
 _SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
 
@@ -349,6 +387,12 @@ class DeathSigns(AnchoredCollector):
                 failed_before=failed_before(job.reason),
             )
 
+    def on_engine_dead(self, line: Line) -> None:
+        for engine, pattern in ENGINE_DEATHS:
+            if m := pattern.search(line.text):
+                self._sign("serving.engine_dead", engine, line, says=m.group(0))
+                return
+
     def on_progress(self, line: Line) -> None:
         if PROGRESS.search(line.text):
             self.keep_first("log.progress", True, line)
@@ -446,6 +490,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         rf"(?:{_SLURM_STATES})[ \t|]+[0-9]+:[0-9]+|JobState=[A-Z]|^State: [A-Z_]+ \(exit code",
         D.on_slurm_state,
     ),
+    # a serving engine's own death sign (vLLM, SGLang, TGI)
+    Anchor(_ENGINE_ANCHOR, D.on_engine_dead),
     # squeue's row for a pending job: `PD`, no time run, the reason in parentheses
     Anchor(r"PD[ \t]+0:00[ \t]+[0-9]+[ \t]+\(", D.on_squeue_pending),
 )
