@@ -18,8 +18,11 @@ failure detector finds no ending, this module tells apart:
    `tables/harmless_output.toml`, `decide.harmless_output`), or goes on past every line of it
    that looks alarming (a context rule's line, an NCCL WARN, an exception the process reported
    and went on from, a warning with the run's progress after it: `log.last_warning`), unless
-   its last line is an error still propagating (NCCL's return-code trace), or multiprocessing's
-   resource tracker reporting leaked semaphores (the processes had ended, how is not shown),
+   its last line is an error still propagating (NCCL's return-code trace), or, in a log whose
+   lines all name their process, the process that raised an alarm ends its own output with
+   an error (`log.process_end`: other processes' later lines do not show it went on), or
+   multiprocessing's resource tracker reporting leaked semaphores (the processes had ended,
+   how is not shown),
    or its processes were last seen waiting for their peers to join with no training progress
    after it (`decide.peer_wait`: the lines after a wait do not show the peers joined).
    That is what an excerpt of scary-but-harmless lines looks like: the report lists each line
@@ -216,7 +219,11 @@ def _ongoing(
             says = f"its last line is output its project calls harmless ({known.id})"
         elif reports and all((a.path, a.lineno) in reported for a in alarms):
             says = "its errors are reports the process went on from"
-        elif alarms and max(a.lineno for a in alarms) < line:
+        elif (
+            alarms
+            and max(a.lineno for a in alarms) < line
+            and not _alarm_process_ended(facts, last.path, alarms)
+        ):
             says = f"it went on past the lines that look alarming, to line {line}"
         else:
             return None
@@ -237,6 +244,19 @@ def _ongoing(
         ),
         harmless=tuple(listed),
     )
+
+
+def _alarm_process_ended(facts: Sequence[Fact], path: str, alarms: Sequence[Alarm]) -> bool:
+    """Whether an alarm belongs to a process whose own last lines are an error (in a log
+    whose lines all name their process: `log.process_end`): other processes' later lines do
+    not show that this one went on."""
+    alarmed = {a.lineno for a in alarms}
+    for item in facts:
+        if item.path == path and item.key == "log.process_end":
+            lines = str(item.attr("lines") or "").split(",")
+            if alarmed.intersection(int(n) for n in lines if n.isdigit()):
+                return True
+    return False
 
 
 def _still_waiting(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> bool:

@@ -43,7 +43,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `serving.engine_dead`: str the serving engine whose own death sign a line prints
   (`ENGINE_DEATHS`: vLLM's `EngineDeadError`, SGLang's scheduler exception, TGI's shard or
   download process signaled to shut down), the first line of each engine; attr `says`.
-* `log.last_line`, `log.ends_with`: how the log ends (`ending.py`).
+* `log.last_line`, `log.ends_with`: how the log ends (`ending.py`); `log.process_end`: how
+  each process's own output ends, in a log whose lines all name their process
+  (`process_ends.py`).
 * `shell.sudo_contrast`: a command that failed as the user and not under sudo, in a shell
   transcript among the log's last lines (`sudo_contrast.py`).
 """
@@ -58,6 +60,7 @@ from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, AnchoredCollector, fact
 from crashlens.parsers.launcher.ending import ending_facts, fatal_kind
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
+from crashlens.parsers.launcher.process_ends import process_ends
 from crashlens.parsers.launcher.progress import tail_progress
 from crashlens.parsers.launcher.signals import (
     ENGLISH_SIGNAL_WORDS,
@@ -409,6 +412,8 @@ class DeathSigns(AnchoredCollector):
         self.progress = tail_progress(self.path, tail, PROGRESS)
         # a shell check pasted at the end: the same command as root and as the user
         self.contrast = sudo_contrast(self.path, tail)
+        # each process's own last lines, where every line names its process
+        self.ending += process_ends(self.path, tail)
 
     def death_facts(self) -> list[Fact]:
         """The signs kept, the ending, the progress marks and a sudo contrast (the signals are
