@@ -62,6 +62,14 @@ RANKS_ERROR = (
     "[rank0]: step 11 loss 2.29\n"
     "[rank0]: step 12 loss 2.27\n"
 )
+RANKS_NOTICE_AFTER = (
+    "[rank0]: step 10 loss 2.31\n"
+    "[rank1]: WARNING: dataset shard 7 is smaller than the others\n"
+    "[rank1]: error: could not read shard header\n"
+    "[rank0]: step 11 loss 2.29\n"
+    "[rank0]: /opt/lib/x.py:12: UserWarning: foo is deprecated\n"
+)
+"""Another process's harmless notice as the log's last line says nothing of rank 1."""
 RANKS_WENT_ON = (
     "[rank0]: step 10 loss 2.31\n"
     "[rank1]: WARNING: dataset shard 7 is smaller than the others\n"
@@ -71,7 +79,11 @@ RANKS_WENT_ON = (
 )
 
 
-@pytest.mark.parametrize("text", [NCCL_TRACE, RANKS_ERROR], ids=["nccl-trace", "rank-error"])
+@pytest.mark.parametrize(
+    "text",
+    [NCCL_TRACE, RANKS_ERROR, RANKS_NOTICE_AFTER],
+    ids=["nccl-trace", "rank-error", "notice-of-another-rank"],
+)
 def test_alarm_of_a_process_that_ended_on_an_error_is_not_gone_past(
     tmp_path: Path, text: str
 ) -> None:

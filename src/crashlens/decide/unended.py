@@ -213,17 +213,16 @@ def _ongoing(
             return None  # its processes had ended, and how is not shown
         if _still_waiting(facts, hits, last.path):
             return None  # nothing shows that the peers it waited for ever joined
+        unexcused = [a for a in alarms if a.why is None and (a.path, a.lineno) not in reported]
+        if _alarm_process_ended(facts, last.path, unexcused):
+            return None  # its last line is another process's: the alarmed one ended on an error
         if wording is not None and wording.kind == "notice":
             says = f"its last line shows it going on: {wording.says}"
         elif known is not None and all(a.lineno < line or a.why for a in alarms):
             says = f"its last line is output its project calls harmless ({known.id})"
         elif reports and all((a.path, a.lineno) in reported for a in alarms):
             says = "its errors are reports the process went on from"
-        elif (
-            alarms
-            and max(a.lineno for a in alarms) < line
-            and not _alarm_process_ended(facts, last.path, alarms)
-        ):
+        elif alarms and max(a.lineno for a in alarms) < line:
             says = f"it went on past the lines that look alarming, to line {line}"
         else:
             return None
