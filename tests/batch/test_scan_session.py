@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -262,3 +263,40 @@ def test_a_job_that_never_finishes_is_stopped_and_reported(
     assert rows["2024-03/job-001"].verdict == "gpu_oom"
     assert rows["2024-04/job-004"].verdict == "hardware"
     assert sum(row.reason is not None for row in rows.values()) == 1
+
+
+def test_a_ctrl_c_inside_the_listing_leaves_the_count_a_lower_bound(tmp_path: Path) -> None:
+    """Ctrl-C can land while the listing itself runs (the engine pulls jobs from it): the
+    KeyboardInterrupt ends the listing's generator there, so counting the rest finds nothing
+    more. The count is then short of the tree and must say so (`cut_short`), not pass for the
+    whole archive (seen under load in test_scan_interrupt: jobs_found < jobs, no flag)."""
+    from crashlens.batch import cache
+    from crashlens.batch.session import _Listing
+    from crashlens.batch.spool import RowSpool
+
+    root = _archive(tmp_path / "tree")
+    out = tmp_path / "out"
+    listing = _Listing(
+        str(root), ScanOptions(root=root, out=out), out, cache.ScanCache({}), RowSpool()
+    )
+    real = listing.jobs
+
+    def interrupted_after_two() -> Iterator[JobSpec]:
+        yield next(real)
+        yield next(real)
+        raise KeyboardInterrupt
+
+    listing.jobs = interrupted_after_two()
+    todo = listing.todo()
+    with pytest.raises(KeyboardInterrupt):
+        for _job in todo:
+            pass
+    listing.count_the_rest(deadline=float("inf"))
+    assert listing.found == 2 and listing.cut_short
+
+    whole = _Listing(
+        str(root), ScanOptions(root=root, out=out), out, cache.ScanCache({}), RowSpool()
+    )
+    next(whole.todo())
+    whole.count_the_rest(deadline=float("inf"))
+    assert whole.found == 6 and not whole.cut_short

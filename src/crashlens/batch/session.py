@@ -221,6 +221,8 @@ class _Listing:
         """After Ctrl-C: jobs are only counted, nothing waits for their rows."""
         self.cut_short = False
         """After Ctrl-C, the count stopped before the listing's end: `found` is a lower bound."""
+        self.complete = False
+        """The listing reached its end (a Ctrl-C raised inside it ends it early for good)."""
 
     def todo(self) -> Iterator[JobSpec]:
         """The jobs to analyze, as the listing finds them."""
@@ -245,6 +247,7 @@ class _Listing:
             else:
                 row = JobRow.from_dict(entry).to_dict()
                 self.spool.add(SpooledRow(row, signature, cached=True, keep=True))
+        self.complete = True
 
     def analyzed(self, row: JobRow) -> SpooledRow:
         """A row from the engine, with its job's signature; a crashed job is not cached."""
@@ -263,7 +266,9 @@ class _Listing:
             for _job in self.todo():
                 if time.monotonic() > deadline:
                     return
-            self.cut_short = False
+        # A Ctrl-C that landed while the listing itself ran ended its generator there: the
+        # loop above then sees no more jobs, and the count is still short of the tree.
+        self.cut_short = not self.complete
 
 
 def _row_name(job: JobSpec) -> str:
