@@ -66,6 +66,7 @@ from crashlens.model import (
     InputKind,
     Role,
 )
+from crashlens.text.clip import shortened
 
 STOP_SIGNALS = frozenset({"SIGINT", "SIGTERM", "SIGHUP"})
 """Signals an outside stop sends (Ctrl-C, `kill`, `scancel`, a scheduler's grace period)."""
@@ -487,7 +488,7 @@ def _exception_sign(text: str, add: _Add, prefix: str) -> None:
     if text.startswith(USER_STOP_EXCEPTIONS):
         add(Ending.STOPPED, "interrupt", f"{prefix}a user interrupt ({text.split(':')[0]})")
     elif not text.startswith("SystemExit"):
-        add(Ending.DIED, "report", f"{prefix}an uncaught exception ({_short(text)})")
+        add(Ending.DIED, "report", f"{prefix}an uncaught exception ({shortened(text, 120)})")
 
 
 def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
@@ -617,7 +618,7 @@ def _alarms(signs: Sequence[Sign], hits: Sequence[Hit]) -> list[Alarm]:
     """The death signs and the failure lines the rules matched, once per line, in order."""
     found = [Alarm(s.fact.path, s.fact.lineno, s.says) for s in signs]
     found += [
-        Alarm(h.path, h.lineno, f"`{_short(h.text.strip(), 80)}` ({h.rule_id})")
+        Alarm(h.path, h.lineno, f"`{shortened(h.text.strip(), 80)}` ({h.rule_id})")
         for h in hits
         if h.role is not Role.CONTEXT and not h.against
     ]
@@ -681,7 +682,3 @@ def _where(item: Fact) -> str:
 
 def _place(path: str, lineno: int | None) -> str:
     return f"{path}:{lineno}" if lineno is not None else path
-
-
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from crashlens.model import Fact, FactValue, Hit, InputAnalysis
+from crashlens.text.clip import shortened
 
 IGNORED_REPORTS = frozenset(
     {"finalizer", "shutdown", "handled", "cancelled", "tracker", "lifespan"}
@@ -98,7 +99,7 @@ def why_harmless(facts: Sequence[Fact]) -> list[str]:
         place = f"{item.path}:{item.lineno}" if item.lineno is not None else item.path
         kind, colon, message = str(item.value).partition(":")
         text = kind.rsplit(".", 1)[-1] + colon + message  # `CancelledError: ...`, no module path
-        shown = text if len(text) <= 100 else text[:99] + "…"
+        shown = shortened(text, 100)
         listed.append(f"{place}: `{shown}`; {WHY_HARMLESS[str(item.attr('teardown'))]}.")
     more = len(listed) - MAX_LISTED
     return listed[:MAX_LISTED] + ([f"... and {more} more such lines."] if more > 0 else [])

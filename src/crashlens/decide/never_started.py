@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 
 from crashlens.model import Assessment, Ending, Fact
+from crashlens.text.clip import shortened
 
 UNSCHEDULABLE = "k8s.unschedulable"
 SLURM_PENDING = "slurm.pending"
@@ -58,7 +59,7 @@ def never_scheduled(facts: Sequence[Fact], started: bool) -> Assessment | None:
     which = f"pod {named}" if len(pods) == 1 else f"pods {named}" if pods else "a pod of the job"
     # the scheduler's verdict on the nodes, without its note on preemption
     message = str(first.attr("message") or first.value).split(" preemption:", 1)[0].strip()
-    quoted = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+    quoted = shortened(message, MAX_MESSAGE)
     kinds = [str(f.attr("kind")) for f in pending]
     advice = [ADVICE[k] for k in dict.fromkeys(kinds) if k in ADVICE] or [GENERIC_ADVICE]
     todo = "; ".join(advice)
@@ -113,7 +114,7 @@ def never_allocated(facts: Sequence[Fact]) -> Assessment | None:
         return None
     first = min(pending, key=lambda f: (f.path, f.lineno or 0))
     reason = str(first.value)
-    quoted = reason if len(reason) <= MAX_MESSAGE else reason[: MAX_MESSAGE - 1] + "…"
+    quoted = shortened(reason, MAX_MESSAGE)
     job, partition = first.attr("job"), first.attr("partition")
     which = f"job {job}" if job else "the job"
     where = f" in partition {partition}" if partition else ""

@@ -49,6 +49,7 @@ from crashlens.decide.last_output import read_last_record
 from crashlens.decide.never_started import never_allocated, never_scheduled
 from crashlens.decide.peer_wait import PEER_WAIT_RULES, PROGRESS_KEYS
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind
+from crashlens.text.clip import shortened
 
 STORY_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
 """Inputs that tell the run's own story line by line (its logs)."""
@@ -157,17 +158,17 @@ def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm
     """The lines of one log that look alarming: a rule's line, an NCCL WARN, an exception
     the process reported and went on from; once per line, in order."""
     found = [
-        Alarm(h.path, h.lineno, f"`{_short(h.text.strip())}` ({h.rule_id})", _why(h.text))
+        Alarm(h.path, h.lineno, f"`{shortened(h.text.strip(), 80)}` ({h.rule_id})", _why(h.text))
         for h in hits
         if h.path == path and h.lineno is not None and not h.against
     ]
     found += [
-        Alarm(f.path, f.lineno, f"NCCL WARN `{_short(str(f.value))}`")
+        Alarm(f.path, f.lineno, f"NCCL WARN `{shortened(str(f.value), 80)}`")
         for f in facts
         if f.path == path and f.key == "nccl.warn" and f.lineno is not None
     ]
     found += [
-        Alarm(f.path, f.lineno, f"`{_short(str(f.value))}`")
+        Alarm(f.path, f.lineno, f"`{shortened(str(f.value), 80)}`")
         for f in facts
         if f.path == path
         and f.key == "python.exception"
@@ -175,7 +176,7 @@ def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm
         and f.attr("teardown") in IGNORED_REPORTS
     ]
     found += [
-        Alarm(f.path, f.lineno, f"a warning `{_short(f.text.strip())}`")
+        Alarm(f.path, f.lineno, f"a warning `{shortened(f.text.strip(), 80)}`")
         for f in facts
         if f.path == path and f.key == "log.last_warning" and f.lineno is not None
     ]
@@ -339,7 +340,3 @@ def _progress(facts: Sequence[Fact], last: Fact) -> str:
         "before any training progress shows (while setting up: rendezvous, NCCL "
         "initialisation, data loading)"
     )
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

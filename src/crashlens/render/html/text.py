@@ -7,6 +7,7 @@ from html import escape
 
 from crashlens.model import Clock, Evidence
 from crashlens.render.inert import visible
+from crashlens.text.clip import shortened
 from crashlens.text.times import utc_datetime
 
 
@@ -30,7 +31,7 @@ def short_where(item: Evidence) -> str:
 
 def short(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, an ellipsis marking the cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shortened(text, limit)
 
 
 def time_label(timestamp: float, clock: Clock | None) -> str:
