@@ -52,7 +52,8 @@ def rules_list(site: RulesOption = None) -> None:
 
 @rules_app.command("coverage")
 def rules_coverage() -> None:
-    """Per catalog table, how many entries a rule of the library recognises."""
+    """Per catalog table, how many entries a rule of the library recognises (the finish
+    signs' table: how many the failure detector reads as a finish)."""
     from crashlens.match.catalogs import coverage
     from crashlens.match.rules import shipped_rules
 

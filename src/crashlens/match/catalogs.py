@@ -7,7 +7,8 @@ each with a category, a meaning, a vendor source and a real example line. Rules 
 `coverage` says how many entries the rule library recognises. The tables are read and
 validated by `parsers/tables.py` (a lower floor, so that parsers read them too); its names
 are re-exported here. The Xid table keeps its own format and loader (`parsers/dmesg/xid.py`);
-it is read here only to count coverage.
+it is read here only to count coverage. So does the finish signs' table
+(`parsers/launcher/finish_signs.py`), whose reader is the failure detector, not a rule.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ from crashlens.model import Fact
 from crashlens.parsers.base import collect_text
 from crashlens.parsers.dmesg import KernelLogParser
 from crashlens.parsers.dmesg.xid import load_table as load_xid_table
+from crashlens.parsers.launcher import LauncherParser
+from crashlens.parsers.launcher.finish_signs import load_finish_table
+from crashlens.parsers.plaintext import PlainTextParser
 from crashlens.parsers.tables import (
     CATEGORIES,
     FIELDS,
+    FINISH_TABLE,
     MIN_TEXT,
     NON_CAUSES,
     XID_TABLE,
@@ -55,6 +60,7 @@ __all__ = [
     "catalog_patterns",
     "catalog_paths",
     "coverage",
+    "finish_coverage",
     "literal_pattern",
     "load_catalog",
     "load_catalogs",
@@ -203,13 +209,42 @@ def xid_coverage(path: Path, rules: Sequence[LineMatcher]) -> CoverageRow:
     )
 
 
+def _read_as_finish(line: str) -> bool:
+    """Whether the failure detector's collectors (launcher and plain-text logs) read the line
+    as the run's completion (`launcher.completed`)."""
+    return all(
+        any(isinstance(item, Fact) and item.key == "launcher.completed" for item in facts)
+        for facts in (collect_text(parser, line, "<example>")[1] for parser in _FINISH_READERS)
+    )
+
+
+_FINISH_READERS = (LauncherParser(), PlainTextParser())
+
+
+def finish_coverage(path: Path) -> CoverageRow:
+    """Coverage of the finish signs' table, whose reader is the failure detector, not a rule:
+    the entries whose example it reads as the run's completion."""
+    signs = load_finish_table(path).signs
+    missing = tuple(sign.id for sign in signs if not _read_as_finish(sign.example))
+    return CoverageRow(
+        table=FINISH_TABLE,
+        entries=len(signs),
+        covered=len(signs) - len(missing),
+        missing=missing,
+    )
+
+
 def coverage(
     rules: Sequence[LineMatcher], directory: Path | None = None
 ) -> tuple[CoverageRow, ...]:
-    """One row per table of `directory` (the shipped tables by default), the Xid table too."""
+    """One row per table of `directory` (the shipped tables by default), the Xid table and
+    the finish signs' table too."""
     directory = directory or tables_dir()
     rows = [catalog_coverage(catalog, rules) for catalog in load_catalogs(directory)]
     xid_path = directory / f"{XID_TABLE}.toml"
     if xid_path.is_file():
         rows.append(xid_coverage(xid_path, rules))
+    finish_path = directory / f"{FINISH_TABLE}.toml"
+    if finish_path.is_file():
+        rows.append(finish_coverage(finish_path))
     return tuple(sorted(rows, key=lambda row: row.table))

@@ -25,6 +25,9 @@ from crashlens.model import Category, Role
 
 XID_TABLE = "xid"
 """The table with its own format (`[[xid]]`), skipped by `load_catalogs`."""
+FINISH_TABLE = "finish_signs"
+"""The finish signs' table, in a format of its own (a regex per entry,
+`parsers/launcher/finish_signs.py`), skipped by `load_catalogs`."""
 MIN_TEXT = 4
 """Shorter texts would hit unrelated lines (and give the scan prefilter no hook)."""
 NON_CAUSES = frozenset({"application", "noise", "ambiguous"})
@@ -276,8 +279,9 @@ def _load(path: str, mtime_ns: int, size: int) -> Catalog:
 
 
 def catalog_paths(directory: Path) -> tuple[Path, ...]:
-    """The tables of `directory` in this format (every `*.toml` but the Xid table)."""
-    return tuple(p for p in sorted(directory.glob("*.toml")) if p.stem != XID_TABLE)
+    """The tables of `directory` in this format (every `*.toml` but the Xid and finish tables)."""
+    own_format = (XID_TABLE, FINISH_TABLE)
+    return tuple(p for p in sorted(directory.glob("*.toml")) if p.stem not in own_format)
 
 
 def load_catalogs(directory: Path | None = None) -> tuple[Catalog, ...]:

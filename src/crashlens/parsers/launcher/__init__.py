@@ -26,9 +26,10 @@ Fact keys:
 * `launcher.restarts`: int `Worker group FAILED. N/M attempts left; will restart` lines seen.
 * `launcher.completed`: True at the last line saying the run finished (`Training completed.`,
   `train_runtime`, Lightning's `` `Trainer.fit` stopped: ``, DeepSpeed `Process N exits
-  successfully`, the trainers' own last lines listed at `deaths.DEATH_ANCHORS`); attr scope:
-  `run` once a line said the training finished, `process` while only a process's exit did
-  (one process of many may exit cleanly while another dies).
+  successfully`, torchrun's agent finding its worker group SUCCEEDED: the lines of the
+  finish signs' catalog, `tables/finish_signs.toml`); attr scope: `run` once a line said the
+  training finished, `process` while only a process's exit did (one process of many may exit
+  cleanly while another dies); attr tool, the program that printed it.
 * `launcher.cpu_memory_percent`: float, the highest deepspeed `see_memory_usage` CPU percent
   (a host-OOM precursor); attr used_bytes.
 * `python.exception`: str "Type: message" (<= 300 chars); attrs rank, host, type, source

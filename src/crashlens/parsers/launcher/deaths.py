@@ -27,7 +27,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `slurm.state`: str a job or step state from `sacct`, `scontrol show job` or `seff`
   (`OUT_OF_MEMORY`, `FAILED`, `NODE_FAIL`, `TIMEOUT`, `CANCELLED`, `PREEMPTED`, `COMPLETED`,
   truncated `OUT_OF_ME+` read whole); attrs exit_code, signal, by (the uid that cancelled).
-* `launcher.completed` (see the package docstring): the run's completion line, in any log.
+* `launcher.completed` (see the package docstring): the run's completion line, in any log: a
+  line of the finish signs' catalog (`finish_signs.py`, `tables/finish_signs.toml`); attrs
+  scope, tool.
 * `slurm.pending`: str the reason `squeue` gives for a job it shows pending (`PD`, `squeue.py`);
   attrs job, partition, failed_before (the reason records a failure: a launch that failed).
 * `python.exiting`: True, the first of PyTorch's `destroy_process_group() was not called
@@ -59,6 +61,7 @@ from typing import Any
 from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, AnchoredCollector, fact
 from crashlens.parsers.launcher.ending import ending_facts, fatal_kind
+from crashlens.parsers.launcher.finish_signs import FINISH_ANCHOR, finish_sign
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
 from crashlens.parsers.launcher.process_ends import process_ends
 from crashlens.parsers.launcher.progress import tail_progress
@@ -167,7 +170,6 @@ _K8S_REASON = re.compile(
     rf"(?:\b[Rr]eason\"?:[ \t]*\"?|^[ \t]*Warning[ \t]+)({_K8S_REASONS})\b(?![-.])"
 )
 _K8S_EXIT = re.compile(r"(?:Exit Code:|\bexitCode\"?:)[ \t]*([0-9]+)\b")
-_PROCESS_DONE = re.compile(r"Process [0-9]+ exits successfully")
 _SLURM_STATES = (
     r"COMPLETED|FAILED|OUT_OF_ME(?:MORY|\+)|NODE_FAIL|TIMEOUT|CANCELLED(?: by [0-9]+|\+)?"
     r"|PREEMPTED|BOOT_FAIL|DEADLINE"
@@ -372,12 +374,16 @@ class DeathSigns(AnchoredCollector):
 
     def on_completed(self, line: Line) -> None:
         """Keep the last line saying the run finished (`launcher.completed`): whether the
-        whole run's training said so, or only one process's exit (`scope`)."""
-        if not _PROCESS_DONE.search(line.text):
+        whole run's training said so, or only one process's exit (`scope`, the catalog
+        entry's: once a line said the run finished, a later process exit does not undo it)."""
+        sign = finish_sign(line.text) or finish_sign(line.raw)
+        if sign is None:
+            return
+        if sign.scope == "run":
             self.run_completed = True
         self.singles.pop("launcher.completed", None)
         scope = "run" if self.run_completed else "process"
-        self.keep_first("launcher.completed", True, line, scope=scope)
+        self.keep_first("launcher.completed", True, line, scope=scope, tool=sign.tool)
 
     def on_squeue_pending(self, line: Line) -> None:
         if (job := pending_job(line.text)) is not None:
@@ -427,18 +433,10 @@ class DeathSigns(AnchoredCollector):
 D = DeathSigns  # short, so that the rows fit on one line
 # Line-safe (see `Anchor`); the handlers re-check with the precise regexes above.
 DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
-    # HF Trainer, Lightning, DeepSpeed launcher: the run finished, earlier tracebacks did not
-    # end it. Also the last line other trainers log once their loop is over: Mozilla
-    # DeepSpeech (`FINISHED optimization in`, older `FINISHED Optimization - training time`),
-    # Ultralytics YOLO and YOLOv5 (`N epochs completed in H hours.`), fairseq (`done training
-    # in S seconds`), detectron2's IterationTimer (`Overall training speed: N iterations in`).
-    Anchor(
-        r"Training completed\.|'train_runtime': |train_runtime +=|`Trainer\.fit` stopped: "
-        r"|Process [0-9]+ exits successfully|FINISHED [Oo]ptimization (?:in |- training time)"
-        r"|[0-9]+ epochs completed in [0-9.]+ hours|done training in [0-9.]+ seconds"
-        r"|Overall training speed: [0-9]+ iterations in ",
-        D.on_completed,
-    ),
+    # The line a launcher, trainer or benchmark prints once its run ended well (HF Trainer,
+    # Lightning, torchrun's agent, DeepSpeed's launcher, Megatron, ...: the finish signs'
+    # catalog): the run finished, earlier tracebacks did not end it.
+    Anchor(FINISH_ANCHOR, D.on_completed),
     Anchor(rf"(?:{_WORDS}){_CORE}[ \t]*$", D.on_shell_word),
     Anchor(
         rf"(?i:(?:zsh: |\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)(?:{_WORDS}|abort){_CORE}[ \t][ \t])",
