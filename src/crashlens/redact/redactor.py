@@ -54,8 +54,6 @@ RowSubs = tuple[tuple[int, Substitute, Callable[[re.Match[str]], str], Anchored 
 and, where its gate's match ends tell where its matches start, its anchored substitute."""
 _HOSTLIST = re.compile(r"^(.*?)\[([\d,-]+)\](.*)$")
 _MAX_EXPANDED = 256
-_BIG = 64 * 1024
-"""Texts this long look learned names up with Hyperscan (its set is compiled once per change)."""
 _MEMO_BUDGET = 64 * 1024 * 1024
 """Roughly the bytes the memo of texts may hold; past it, texts are not remembered (a huge
 bundle's first logs are, and those are redacted first)."""
@@ -433,24 +431,20 @@ class Redactor:
         return "".join(pieces)
 
     def _learned_spans(self, folded: bytes) -> Iterator[tuple[int, int, bytes]]:
-        """Where learned names stand in `folded`, leftmost first, longest first at a place.
+        """Where learned names stand in `folded`: what one `re` alternation of the names,
+        longest first, finds (`re.finditer`): the longest name at the leftmost place, then
+        the same past its end, whether or not `_known` replaces it (so a name that fails its
+        edge check hides the shorter ones at its place: `carol-wsx` keeps `carol`).
 
-        Big texts get every occurrence (overlapping ones too, so a name that fails its edge
-        check leaves the shorter names at its place in play); small ones what one `re`
-        alternation of the names, longest first, finds (`re.finditer`). With Hyperscan both
-        come from its literal matcher (built again only when something new was learned): the
-        alternation's matches are the longest occurrence at each place past the previous one,
-        and compiling it for thousands of names took longer than redacting megabytes."""
+        The same for a text of any length (no name holds a newline, so a text writes what its
+        lines alone do). With Hyperscan, from its literal matcher (built again only when
+        something new was learned): compiling the alternation for thousands of names took
+        longer than redacting megabytes."""
         literals = self._literals() if self._backend != "python" else None
         if literals is not None:
             tokens = self._learned_tokens
-            spans = literals.spans(folded)
-            if len(folded) >= _BIG:
-                for start, end, index in spans:
-                    yield start, end, tokens[index]
-                return
             resume = 0
-            for start, end, index in spans:
+            for start, end, index in literals.spans(folded):
                 if start >= resume:  # spans come longest first at each start
                     yield start, end, tokens[index]
                     resume = end
