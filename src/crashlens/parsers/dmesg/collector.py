@@ -14,6 +14,8 @@ from crashlens.model import Fact, Line
 from crashlens.parsers.base import Anchor, AnchoredCollector, fact
 from crashlens.parsers.dmesg.nvidia import NvidiaReader
 from crashlens.parsers.dmesg.oom import OomReader
+from crashlens.parsers.dmesg.services import ANCHOR as SERVICE_DEATH
+from crashlens.parsers.dmesg.services import ServiceDeaths
 from crashlens.parsers.dmesg.store import (
     MAX_ENTRIES,
     PENDING_LINES,
@@ -106,6 +108,7 @@ class KernelCollector(AnchoredCollector):
         self.store = EventStore(MAX_ENTRIES)
         self.oom = OomReader(self.store)
         self.nvidia = NvidiaReader(self.store)
+        self.services = ServiceDeaths(path)
         self.wants_comm: Pending | None = None
         self.aer: Entry | None = None
         self.ghes: Entry | None = None
@@ -358,6 +361,9 @@ class KernelCollector(AnchoredCollector):
         if found:
             self.store.add(("netdev", found[1]), "kernel.unregister_netdevice", found[1], line)
 
+    def on_service_death(self, line: Line) -> None:
+        self.services.read(line)
+
     # --- end ----------------------------------------------------------------------------
 
     def finish(self) -> list[Fact]:
@@ -382,7 +388,7 @@ class KernelCollector(AnchoredCollector):
             )
         if self.store.dropped:
             facts.append(fact("kernel.dropped_entries", self.store.dropped, self.path))
-        return facts
+        return facts + list(self.services.facts.values())
 
 
 K = KernelCollector  # short, so that most rows fit on one line
@@ -437,5 +443,7 @@ ANCHORS: tuple[Anchor[KernelCollector], ...] = (
     Anchor(r"CPU: [0-9]+ (?:UID: [0-9]+ )?PID: [0-9]+ Comm: ", K.on_comm),
     Anchor(r"VFS: file-max limit [0-9]+ reached", K.on_file_max),
     Anchor(r"unregister_netdevice: waiting for", K.on_netdevice),
+    # a service's own line in a journal: the death of a process it ran (`services.py`)
+    Anchor(SERVICE_DEATH, K.on_service_death),
 )
 del K
