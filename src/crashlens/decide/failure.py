@@ -90,6 +90,14 @@ DEATH_SIGNALS = frozenset(
 STOP_EXITS = frozenset({130, 143, 129, -2, -15, -1})
 """Exit statuses of a process ended by SIGINT, SIGTERM or SIGHUP (128+N, or -N from Python)."""
 USER_STOP_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
+AGENT_STOP_EXCEPTION = re.compile(
+    r"(?:^|[ \t:])(?:torch\.distributed\.elastic\.multiprocessing\.api\.)?SignalException\b"
+)
+"""torchelastic's agent raises SignalException from the handlers it installs for SIGTERM,
+SIGINT, SIGHUP and SIGQUIT (`multiprocessing/api.py`): signals that reach the agent from
+outside (a scheduler, Ctrl-C, a closed terminal); it sends SIGTERM to its workers, never to
+itself. So the exception is an outside stop, whichever of them its message names."""
+AGENT_STOP_SAYS = "the elastic agent was stopped by a signal from outside (its SignalException)"
 DIED_SLURM = frozenset({"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL"})
 STOPPED_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE", "CANCELLED"})
 DIED_K8S = frozenset(
@@ -487,6 +495,8 @@ def _signal_sign(name: str, source: str, add: _Add) -> None:
 def _exception_sign(text: str, add: _Add, prefix: str) -> None:
     if text.startswith(USER_STOP_EXCEPTIONS):
         add(Ending.STOPPED, "interrupt", f"{prefix}a user interrupt ({text.split(':')[0]})")
+    elif AGENT_STOP_EXCEPTION.search(text):
+        add(Ending.STOPPED, "interrupt", f"{prefix}{AGENT_STOP_SAYS}")
     elif not text.startswith("SystemExit"):
         add(Ending.DIED, "report", f"{prefix}an uncaught exception ({shortened(text, 120)})")
 
@@ -503,6 +513,8 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
     elif kind in ("traceback", "exception"):
         if any(name in text for name in USER_STOP_EXCEPTIONS):
             add(Ending.STOPPED, "interrupt", "the log ends with a user interrupt")
+        elif AGENT_STOP_EXCEPTION.search(text):
+            add(Ending.STOPPED, "interrupt", f"the log ends as {AGENT_STOP_SAYS}")
         elif "SystemExit" not in text:
             add(Ending.DIED, "traceback", f"the log ends with an uncaught {kind}")
     elif kind == "fatal":

@@ -24,7 +24,9 @@ no ending the parsers name. This module reads that one line for what it still te
   compose `down`); uvicorn's supervisor stopping, which only a stop signal brings about.
 * `unwinding`: an error still propagating where the log ends (NCCL's return-code trace,
   `group.cc:75 -> 1`): the lines after an alarm that are only this are the failure going on,
-  not the run.
+  not the run. A Python traceback cut off before its exception line (the log stops at its
+  `Traceback (most recent call last):` header or at one of its frames) is one too: Python
+  prints the exception line last, so the error that was being reported is not shown.
 * `notice`: a line a program prints and goes on from by design: a warning (its own level marker
   says so: `decide.severity`), Python's `Exception ignored in` report (the unraisable hook's,
   which never ends a process), an fp16 loss-scale overflow that skips a step, a client entering
@@ -173,8 +175,32 @@ WORDINGS: tuple[Wording, ...] = (
         re.compile(
             r"OVERFLOW! Rank [0-9]+ Skipping step|[Gg]radient overflow\.? +Skipping step"
             r"|Skipping step, loss scaler"
+            # apex's FP16_Optimizer and DeepSpeed's unfused optimizer:
+            # `OVERFLOW! Skipping step. Attempted loss scale: 65536.0, reducing to 32768.0`
+            r"|(?i:overflow)! Skipping step\. Attempted loss scale"
         ),
         "an fp16 loss-scale overflow skipped a step, which the loss scaler does by design",
+    ),
+    # A training loop's own note that it skipped an iteration (after an overflow or a batch
+    # it could not use) is said on the way to the next one.
+    Wording(
+        "notice",
+        re.compile(
+            _PREFIX + r"[ \t]*(?:skipped|skipping) (?:this |the )?(?:iteration|step)\b", re.I
+        ),
+        "the training loop said it skipped an iteration, which it goes on from",
+    ),
+    # A deprecation notice says the call it names still works (for now): printed on the way,
+    # often once per step, by a library's logger without a level marker. One that says the
+    # thing was removed (not "will be removed") or fails is no notice.
+    Wording(
+        "notice",
+        re.compile(
+            r"^(?![^\n]*(?:[Ee]rror|(?:has been|have been|was|were|is|are|and) removed"
+            r"|no longer (?:supported|available|works)))"
+            r"[^\n]*\b(?:is|are|has been) deprecated\b"
+        ),
+        "the program printed a deprecation notice, which it goes on from (the call still works)",
     ),
     Wording(
         "notice",
@@ -231,6 +257,7 @@ WARNING_SAYS = "the program logged a warning (its source line ends the log), whi
 LEAD_PLACES = {
     "wrapped": "said by the line its last line continues",
     "thread": "said by the line before a thread's report cut off at its header",
+    "numbers": "said by the last worded line, above the bare numbers that end the log",
 }
 """Where a lead's wording was read, as a clause (`lead_kind`)."""
 
@@ -241,6 +268,8 @@ def read_last_record(item: Fact) -> Wording | None:
     cut off at its header), the wording of the line that leads it (`lead`)."""
     wording = read_last_output(item.text, str(item.value))
     lead = item.attr("lead")
+    if wording is None and lead is None:
+        wording = read_cut_traceback(item.text, str(item.value))
     if wording is not None or lead is None:
         return wording
     led = read_last_output(str(lead), str(lead))
@@ -248,6 +277,26 @@ def read_last_record(item: Fact) -> Wording | None:
         return None
     where = LEAD_PLACES.get(str(item.attr("lead_kind")), "the line that leads its last line")
     return replace(led, says=f"{led.says} ({where})")
+
+
+CUT_TRACEBACK = Wording(
+    "unwinding",
+    re.compile(
+        _PREFIX + r"[ \t]*(?:Traceback \(most recent call last\):[ \t]*$"
+        r"|File \"[^\"\n]+\", line [0-9]+)"
+    ),
+    "a Python traceback was being printed where the log ends (it stops at the traceback's "
+    "header or a frame, before the exception line that Python prints last)",
+)
+"""A traceback cut off before its exception line. Read only when the last line has no lead:
+a thread's report cut off at its header is read by the line before it (`lead_kind`)."""
+
+
+def read_cut_traceback(raw: str, text: str) -> Wording | None:
+    """`CUT_TRACEBACK` when a log's last output line is a traceback's header or frame."""
+    if any(CUT_TRACEBACK.pattern.search(line) for line in (text, raw)):
+        return CUT_TRACEBACK
+    return None
 
 
 def read_last_output(raw: str, text: str) -> Wording | None:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from crashlens.decide.harmless_output import harmless_entry, why
 from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_ignored
-from crashlens.decide.last_output import read_last_record
+from crashlens.decide.last_output import CUT_TRACEBACK, read_last_record
 from crashlens.decide.never_started import never_allocated, never_scheduled
 from crashlens.decide.peer_wait import PEER_WAIT_RULES, PROGRESS_KEYS
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind
@@ -208,6 +208,8 @@ def _ongoing(
         alarms = _alarms(facts, hits, last.path)
         wording = read_last_record(last)
         known = harmless_entry(last.text)
+        if wording is CUT_TRACEBACK and any(path == last.path for path, _ in reported):
+            wording = None  # a chained traceback continuing a report the process went on from
         if wording is not None and wording.kind == "unwinding":
             return None  # the error of its last alarm was still propagating
         if wording is not None and wording.kind == "leaked":

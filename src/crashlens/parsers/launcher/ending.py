@@ -7,7 +7,8 @@ Fact keys:
   bracket, parenthesis or quote it opened is still open: the writer stopped mid-record);
   `lead` (the line that starts the log's last record when the last line is not a record of
   its own: the line above a wrapped continuation, or the line before a thread's report cut
-  off at its header) and `lead_kind` (`wrapped` or `thread`).
+  off at its header, or the last worded line above bare numbers that end the log) and
+  `lead_kind` (`wrapped`, `thread` or `numbers`).
 * `log.last_warning`: int the line of the last line among the log's last lines, before its
   last line, that is logged at warning level (`WARNING_LEVEL`), when a line after it shows
   progress (`progress`, the caller's pattern of a training loop's progress, or a progress
@@ -206,6 +207,11 @@ WRAPPED = re.compile(r"^(?:[a-z]+[ ,]|\((?!\)))")
 writer): it starts with a word in lower case or with an opening parenthesis."""
 WRAPPED_ABOVE = re.compile(r"^.{60,}[^.!?:;)\]}>\s]$")
 """A line that a wrap cut mid-sentence: long, and not ending as a sentence or a record does."""
+BARE_NUMBER = re.compile(r"^[ \t]*[-+]?[0-9][0-9.,:eE+-]*[ \t]*$")
+"""A line that is only a number (a counter or a value a script prints): no words, so it says
+nothing of how the run was doing; the worded line above it does."""
+MAX_BARE_NUMBERS = 8
+"""Bare-number lines read past at the end of a log, at most."""
 THREAD_REPORT_REST = re.compile(r"Traceback \(most recent call last\):|^[ \t]*File \"|^    ")
 """What follows `Exception in thread <name>:` before the exception line: the header, frames
 and their source lines."""
@@ -231,6 +237,13 @@ def _lead(texts: Sequence[str], raws: Sequence[str]) -> dict[str, str]:
         return {}
     if WRAPPED.search(raws[last]) and WRAPPED_ABOVE.search(raws[last - 1].rstrip()):
         return {"lead": texts[last - 1][:EXCEPTION_CHARS], "lead_kind": "wrapped"}
+    if BARE_NUMBER.search(texts[last]):
+        index = last
+        while index > 0 and last - index < MAX_BARE_NUMBERS and BARE_NUMBER.search(texts[index]):
+            index -= 1
+        if BARE_NUMBER.search(texts[index]):
+            return {}
+        return {"lead": raws[index][:EXCEPTION_CHARS], "lead_kind": "numbers"}
     for index in range(last, max(last - 2 * MAX_CONTINUATION, 0) - 1, -1):
         if THREAD_EXCEPTION.search(texts[index]):
             if index > 0 and all(THREAD_REPORT_REST.search(t) for t in raws[index + 1 :]):
