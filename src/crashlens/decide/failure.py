@@ -18,7 +18,8 @@ as a cause (a root hit), or that prints an error of the CUDA or NCCL catalogs:
    `destroy_process_group()` warning, a finalizer that found its modules torn down) that then
    crashes crashed in its teardown: that death does not count.
 2. **A death sign means the run failed** (`DIED`), unless it is how an outside stop looks:
-   SIGINT, SIGTERM, SIGHUP, exit 130 / 143, `KeyboardInterrupt`, a Slurm `TIMEOUT`,
+   SIGINT, SIGTERM, SIGHUP, exit 130 / 143, `KeyboardInterrupt`, torchelastic's
+   `SignalException` (its agent got one of those from outside), a Slurm `TIMEOUT`,
    `PREEMPTED` or `CANCELLED` state, a pod preempted by the scheduler or evicted through the
    API (its `DisruptionTarget` reason), and, once a scheduler has stopped the job, its SIGKILL
    (exit 137, a container's `Error` with exit code 137). Those make the ending `STOPPED`

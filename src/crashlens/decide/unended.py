@@ -18,7 +18,8 @@ failure detector finds no ending, this module tells apart:
    `tables/harmless_output.toml`, `decide.harmless_output`), or goes on past every line of it
    that looks alarming (a context rule's line, an NCCL WARN, an exception the process reported
    and went on from, a warning with the run's progress after it: `log.last_warning`), unless
-   its last line is an error still propagating (NCCL's return-code trace), or, in a log whose
+   its last line is an error still propagating (NCCL's return-code trace, a Python traceback
+   cut off before its exception line), or, in a log whose
    lines all name their process, the process that raised an alarm ends its own output with
    an error (`log.process_end`: other processes' later lines do not show it went on), or
    multiprocessing's resource tracker reporting leaked semaphores (the processes had ended,
