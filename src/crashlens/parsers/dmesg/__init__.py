@@ -51,6 +51,9 @@ Fact keys:
 - `kernel.unregister_netdevice`: str device still referenced.
 - `kernel.sxid`: int NVSwitch SXid; attrs pci, switch, message.
 - `kernel.dropped_entries`: int, only when more than `MAX_ENTRIES` distinct events were seen.
+- `launcher.signal` (source `text`), `process.exit_code`: a death a service's own lines print of a
+  process it ran, in a journal or syslog (Go's `signal: killed`, `exit status N`, systemd's
+  `code=killed, status=9/KILL`); attr service (its syslog identifier). See `services.py`.
 """
 
 from __future__ import annotations
