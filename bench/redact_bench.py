@@ -18,6 +18,7 @@ One process, one core: the figures are single-core.
     python bench/redact_bench.py --kinds launcher           # one shape: launcher logs and the job
     python bench/redact_bench.py --digests before.json      # what every text redacts to (below)
     python bench/redact_bench.py --digests after.json --compare before.json
+    python bench/redact_bench.py --mb 16 --phases           # where the CPU time goes
 
 `--digests` measures nothing: it writes the SHA-256 of what every corpus and sample file (and
 4 MB of each bench log) redacts to, on both gate backends, each file alone (learned, then
@@ -35,7 +36,9 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from crashlens.collect.files import text_chunks
 from crashlens.redact import Redactor
@@ -106,6 +109,52 @@ def measure(data: bytes, backend: str) -> tuple[Timing, Timing, int]:
         written += len(redactor.text(text))
     wrote = (time.perf_counter() - wall, time.process_time() - cpu)
     return learned, wrote, len(redactor.mapping())
+
+
+PHASES = (
+    ("gates", "crashlens.redact.gates", "Gates", "lines"),
+    ("rows", "crashlens.redact.redactor", "Redactor", "_line_edits"),
+    ("names compiled", "crashlens.redact.gates", "Literals", "build"),
+    ("names found", "crashlens.redact.redactor", "Redactor", "_known"),
+)
+"""The phases `--phases` times: the gates' pass (which lines each row may touch), the rows
+on those lines (the learning pass's work after the gates, rows found again included), the
+learned names' matcher (compiled once the learning is done) and their replacement (less the
+compiling, which it calls)."""
+
+
+def _timed(function: Callable[..., Any], spent: dict[str, float], name: str) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[name] += time.process_time() - started
+
+    return timed
+
+
+def phases(data: bytes, backend: str) -> dict[str, float]:
+    """CPU seconds of each of PHASES over one measurement of `data`, and of each pass."""
+    spent: dict[str, float] = dict.fromkeys([name for name, *_ in PHASES], 0.0)
+    originals: list[tuple[type, str, Any]] = []
+    for name, module_name, owner_name, method in PHASES:
+        owner = getattr(importlib.import_module(module_name), owner_name)
+        original = owner.__dict__[method]
+        originals.append((owner, method, original))
+        if isinstance(original, classmethod):
+            setattr(owner, method, classmethod(_timed(original.__func__, spent, name)))
+        else:
+            setattr(owner, method, _timed(original, spent, name))
+    try:
+        learned, wrote, _ = measure(data, backend)
+    finally:
+        for owner, method, original in originals:
+            setattr(owner, method, original)
+    spent["names found"] -= spent["names compiled"]
+    spent["learn, all"] = learned[1]
+    spent["text, all"] = wrote[1]
+    return spent
 
 
 def _rate(megabytes: float, *timings: Timing) -> str:
@@ -193,6 +242,9 @@ def main() -> None:
         help="one log of these sample kinds, comma-separated (default: the mixed, launcher and "
         "dmesg logs); `launcher` is the shape of the big logs collect copies",
     )
+    parser.add_argument(
+        "--phases", action="store_true", help="CPU seconds of each phase (one round per log)"
+    )
     parser.add_argument("--digests", type=Path, help="write output digests here, time nothing")
     parser.add_argument("--compare", type=Path, help="with --digests: the digests to match")
     args = parser.parse_args()
@@ -203,6 +255,13 @@ def main() -> None:
         shapes = {args.kinds: tuple(k for k in args.kinds.split(",") if k)}
     from crashlens.redact.redactor import gates
 
+    if args.phases:
+        for name, kinds in shapes.items():
+            data = build_log(args.mb, kinds)
+            spent = phases(data, args.backend)
+            shown = " ".join(f"{phase}={seconds:.3f}" for phase, seconds in spent.items())
+            print(f"{name} ({len(data) / 1e6:.1f} MB, CPU seconds): {shown}")
+        return
     print(f"gates on {gates(args.backend).backend}; MB/s as wall clock / CPU time of this process")
     print(f"{'log':>10} {'MB':>6} {'round':>5} {'learn':>13} {'text':>13} {'both':>13}")
     rounds: dict[int, list[Timing]] = {round_: [] for round_ in range(1, args.rounds + 1)}

@@ -168,15 +168,21 @@ class Gates:
                 last = size
             rows = bits[row]
 
-        if self._database is not None and ends is not None and self.recorded:
-            found_ends: list[list[int] | None] = [None] * len(self._gates)
-            for row in self.recorded:
-                found_ends[row] = ends.setdefault(row, [])
+        if self._database is not None:
+            # The callback only records each match: a Python call from Hyperscan costs as
+            # much as the work done with the match, which the loop below does without one.
+            matches: list[tuple[int, int]] = []
+            record = matches.append
 
-            def on_match_ends(
-                row: int, _start: int, end: int, _flags: int, _context: object
-            ) -> None:
-                nonlocal rows
+            def on_match(row: int, _start: int, end: int, _flags: int, _context: object) -> None:
+                record((row, end))
+
+            self._database.scan(folded, match_event_handler=on_match)
+            found_ends: list[list[int] | None] = [None] * len(self._gates)
+            if ends is not None:
+                for row in self.recorded:
+                    found_ends[row] = ends.setdefault(row, [])
+            for row, end in matches:
                 if first <= end - 1 <= last:
                     rows |= bits[row]
                 else:
@@ -184,21 +190,9 @@ class Gates:
                 row_ends = found_ends[row]
                 if row_ends is not None:
                     row_ends.append(end)
-
-            self._database.scan(folded, match_event_handler=on_match_ends)
-            for row_ends in ends.values():
-                row_ends.sort()
-        elif self._database is not None:
-
-            def on_match(row: int, _start: int, end: int, _flags: int, _context: object) -> None:
-                # `mark` inlined for its common case (one Python call less per match)
-                nonlocal rows
-                if first <= end - 1 <= last:
-                    rows |= bits[row]
-                else:
-                    mark(row, end)
-
-            self._database.scan(folded, match_event_handler=on_match)
+            if ends is not None:
+                for row_ends in ends.values():
+                    row_ends.sort()
         else:
             for row, pattern in self._python:
                 for match in pattern.finditer(folded):
@@ -288,9 +282,10 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 
 
 class Literals:
-    """Every occurrence of a set of byte strings, overlapping ones included, with Hyperscan's
-    literal compiler; `None` from `build()` where Hyperscan is missing or refuses a token (the
-    caller falls back to one `re` alternation)."""
+    """Where a set of byte strings stands in a text, as one `re` alternation of them finds
+    it, from every occurrence (overlapping ones included) that Hyperscan's literal compiler
+    reports; `None` from `build()` where Hyperscan is missing or refuses a token (the caller
+    falls back to the alternation itself)."""
 
     def __init__(self, database: Any, tokens: Sequence[bytes]) -> None:
         self._database = database
@@ -316,13 +311,24 @@ class Literals:
         return cls(database, tokens)
 
     def spans(self, folded: bytes) -> list[tuple[int, int, int]]:
-        """(start, end, token index) of every occurrence, leftmost first, longest first."""
+        """(start, end, token index) of what one `re` alternation of the tokens, longest
+        first, finds (`re.finditer`): the longest occurrence at the leftmost place, then the
+        same from its end on."""
         found: list[tuple[int, int, int]] = []
+        record = found.append
         lengths = self._lengths
 
         def on_match(index: int, _start: int, end: int, _flags: int, _context: object) -> None:
-            found.append((end - lengths[index], end, index))
+            # the end negated: a plain sort puts the longest first at a place (two tokens
+            # that start and end alike are one token: the index never decides)
+            record((end - lengths[index], -end, index))
 
         self._database.scan(folded, match_event_handler=on_match)
-        found.sort(key=lambda span: (span[0], -span[1]))
-        return found
+        found.sort()
+        spans: list[tuple[int, int, int]] = []
+        resume = 0
+        for start, negated, index in found:
+            if start >= resume:
+                resume = -negated
+                spans.append((start, resume, index))
+        return spans

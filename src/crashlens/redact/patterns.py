@@ -236,7 +236,10 @@ def _address(text: str) -> str | None:
     if text in _ADDRESSES:
         return _ADDRESSES[text]
     try:
-        found: str | None = str(ipaddress.ip_address(text))
+        # what `ipaddress.ip_address` gives, without its failed IPv4 attempt (an exception)
+        # on every IPv6 text: no IPv4 address holds a colon, and every IPv6 one does
+        parsed = ipaddress.IPv6Address(text) if ":" in text else ipaddress.IPv4Address(text)
+        found: str | None = str(parsed)
     except ValueError:
         found = None
     if len(text) <= _ADDRESS_LENGTH:

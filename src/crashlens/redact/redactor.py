@@ -443,11 +443,8 @@ class Redactor:
         literals = self._literals() if self._backend != "python" else None
         if literals is not None:
             tokens = self._learned_tokens
-            resume = 0
             for start, end, index in literals.spans(folded):
-                if start >= resume:  # spans come longest first at each start
-                    yield start, end, tokens[index]
-                    resume = end
+                yield start, end, tokens[index]
             return
         if self._learned_re is None:
             ordered = sorted(self._learned, key=len, reverse=True)
@@ -473,11 +470,16 @@ def _digest(text: str) -> bytes:
 def _folded_edits(folded: bytes, edits: tuple[Edit, ...]) -> bytes:
     """`folded` (a text folded) with each edit's replacement folded in its place: the text
     with the edits made, folded."""
+    # folded together (fold is character by character, and only a newline folds to one):
+    # one call, not one per edit, unless a replacement holds a newline (a private key's)
+    replacements = fold("\n".join(replacement for _, _, replacement in edits)).split(b"\n")
+    if len(replacements) != len(edits):
+        replacements = [fold(replacement) for _, _, replacement in edits]
     pieces: list[bytes] = []
     position = 0
-    for start, end, replacement in edits:
+    for (start, end, _), replacement in zip(edits, replacements, strict=True):
         pieces.append(folded[position:start])
-        pieces.append(fold(replacement))
+        pieces.append(replacement)
         position = end
     pieces.append(folded[position:])
     return b"".join(pieces)
@@ -485,7 +487,7 @@ def _folded_edits(folded: bytes, edits: tuple[Edit, ...]) -> bytes:
 
 def _expand_hostlist(name: str) -> list[str]:
     """`node-[01-03,07]` -> node-01, node-02, node-03, node-07 (Slurm's hostlist form)."""
-    match = _HOSTLIST.match(name)
+    match = _HOSTLIST.match(name) if "[" in name else None
     if match is None:
         return []
     head, ranges, tail = match.groups()
