@@ -8,6 +8,9 @@ own (other reports of the same messages, as their programs print them):
   There are Y free.`) is gpu_oom: HBM is the accelerator's memory.
 * Transformer Engine's Userbuffers without CUDA Multicast support, and NCCL losing a node of its
   own topology (`Could not find NET with id`), are driver.
+* NVRM's refusal of a GPU (`is not supported by the NVIDIA <version> driver release`, over
+  several kernel lines) is hardware when the branch supports the model (a card failing its
+  probe), driver otherwise.
 * A log cut inside a Python traceback (at its header or a frame) is no run going on well.
 * torchelastic's SignalException is an outside stop (the agent's handlers for SIGTERM, SIGINT,
   SIGHUP, SIGQUIT), not a failure.
@@ -22,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from crashlens.model import Ending, Verdict
-from mechanism_helpers import Scenario, assert_scenario_verdict, ending_of, log_report
+from crashlens.parsers.dmesg.gpu_support import listed_support
+from mechanism_helpers import Scenario, assert_scenario_verdict, ending_of, log_report, report_of
 
 TRAINING = "step 10 loss 2.31\nstep 20 loss 2.12\nstep 30 loss 2.05\n"
 
@@ -206,3 +210,45 @@ def test_bare_numbers_after_a_warning_are_read_past(tmp_path: Path) -> None:
 
 def test_bare_numbers_after_plain_output_are_still_no_ending(tmp_path: Path) -> None:
     assert ending_of(log_report(tmp_path, TRAINING + "1024\n2048\n")) is Ending.UNKNOWN
+
+
+def _refusal(device: str, version: str) -> str:
+    """NVRM's refusal of a GPU as the kernel prints it, over three lines."""
+    return (
+        "[    5.301322] nvidia-nvlink: Nvlink Core is being initialized, major device number 236\n"
+        f"[    5.303100] NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:{device})\n"
+        "[    5.303100] NVRM: installed in this system is not supported by the\n"
+        f"[    5.303100] NVRM: NVIDIA {version} driver release.\n"
+        "[    5.303120] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
+        "[    5.303121] NVRM: None of the NVIDIA devices were initialized.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("device", "version", "verdict", "rule"),
+    [
+        # an A100 80GB refused by R535, which supports it: the card failed its probe
+        ("20b2", "535.161.08", "hardware", "hardware-gpu-refused-by-a-branch-that-supports-it"),
+        # an RTX 4090 under R515, older than its first branch
+        ("2684", "515.65.01", "driver", "driver-gpu-not-supported-by-driver-branch"),
+        # a V100 under a branch past R580, the last that supports Volta
+        ("1db5", "590.44.01", "driver", "driver-gpu-not-supported-by-driver-branch"),
+        # a model the table does not list: the driver's words are taken as they are
+        ("1abc", "580.95.05", "driver", "driver-gpu-not-supported-by-driver-branch"),
+    ],
+    ids=["supported-a100", "new-4090", "dropped-v100", "unlisted"],
+)
+def test_nvrm_refusal_is_read_against_the_support_table(
+    tmp_path: Path, device: str, version: str, verdict: str, rule: str
+) -> None:
+    report = report_of(tmp_path / "node", {"dmesg.txt": _refusal(device, version)})
+    assert str(report.verdict) == verdict
+    assert rule in {e.rule for e in report.causes[0].evidence}
+
+
+def test_support_table_reads_branches() -> None:
+    assert listed_support("2330", "580.126.09") == "supported"
+    assert listed_support("2330", "515.65.01") == "unsupported"
+    assert listed_support("1DB5", "590.10") == "unsupported"
+    assert listed_support("2330", "not-a-version") == "unknown"
+    assert listed_support("ffff", "580.1") == "unknown"

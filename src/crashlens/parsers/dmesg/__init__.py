@@ -41,8 +41,12 @@ Fact keys:
 - `kernel.nvrm_mismatch`: str `client X, kernel module Y`; attrs client_version, module_version,
   client_process (the program the newer wording names).
 - `kernel.nvrm_init_failed`: str message; attrs pci, code (`0x22:0x56:884`).
-- `kernel.nvrm_probe_failed`: str message ("probe routine was not called", "No NVIDIA devices
-  probed").
+- `kernel.nvrm_probe_failed`: str message ("probe routine was not called", "probe routine
+  failed for N device(s)", "No NVIDIA devices probed").
+- `kernel.nvrm_unsupported_gpu`: str PCI device id of a GPU NVRM refused as "not supported by the
+  NVIDIA <version> driver release" (its lines joined); attrs pci, driver_version, listed
+  (`supported`, `unsupported` or `unknown`: what tables/versions/gpu_driver_support.toml says of
+  that model under that branch, `gpu_support.py`).
 - `kernel.hung_task`: str process; attrs pid, seconds.
 - `kernel.panic`: str reason after `Kernel panic - not syncing:`.
 - `kernel.oops`: str the oops line (NULL dereference, `Oops:`, divide error, kernel BUG).

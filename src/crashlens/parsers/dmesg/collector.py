@@ -133,6 +133,9 @@ class KernelCollector(AnchoredCollector):
     def on_probe(self, line: Line) -> None:
         self.nvidia.read_probe(line)
 
+    def on_refusal(self, line: Line) -> None:
+        self.nvidia.read_refusal(line)
+
     def on_sxid(self, line: Line) -> None:
         self.nvidia.read_sxid(line)
 
@@ -404,9 +407,10 @@ ANCHORS: tuple[Anchor[KernelCollector], ...] = (
     ),
     Anchor(r"RmInitAdapter failed|rm_init_adapter failed", K.on_init_failed),
     Anchor(
-        r"NVRM: The NVIDIA probe routine was not called|NVRM: No NVIDIA devices probed",
+        r"NVRM: The NVIDIA probe routine (?:was not called|failed)|NVRM: No NVIDIA devices probed",
         K.on_probe,
     ),
+    Anchor(r"not supported by the|driver release", K.on_refusal),
     Anchor(r"nvidia-nvswitch[0-9]+: SXid \(", K.on_sxid),
     Anchor(r"oom-kill:constraint=", K.on_oom_summary),
     Anchor(r"memory: usage [0-9]+kB, limit [0-9]+kB", K.on_memcg_limit),

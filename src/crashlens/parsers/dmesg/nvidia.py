@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from crashlens.model import FactValue, Line
+from crashlens.parsers.dmesg.gpu_support import listed_support
 from crashlens.parsers.dmesg.store import PENDING_LINES, EventStore, Pending, clipped, to_int
 from crashlens.parsers.dmesg.xid import lookup
 from crashlens.text.ids import GPU_UUID_CHARS, PCI_ID, PCI_ID_CHARS, pci_label
@@ -45,8 +46,18 @@ _INIT_FAILED = re.compile(
     r"(?: ?\(([^)\n]*)\))?"
 )
 _PROBE = re.compile(
-    r"NVRM: (The NVIDIA probe routine was not called[^.]*|No NVIDIA devices probed)"
+    r"NVRM: (The NVIDIA probe routine (?:was not called|failed)[^.]*|No NVIDIA devices probed)"
 )
+_GPU_PCI_ID = re.compile(
+    rf"NVRM: The NVIDIA GPU ({PCI_ID_CHARS}) \(PCI ID: 10de:([0-9a-fA-F]{{4}})\)"
+)
+_UNSUPPORTED_BY = re.compile(
+    r"not supported by the(?:[ \t]*NVRM:)?[ \t]*(?:NVIDIA[ \t]+)?([0-9]{3,4}(?:\.[0-9]{1,4}){1,2})"
+    r"[ \t]+(?:NVIDIA[ \t]+)?(?:Linux[ \t]+)?driver release"
+)
+"""NVRM's refusal of a GPU, once the lines that follow its `The NVIDIA GPU` line are joined:
+`... is not supported by the NVIDIA 580.126.09 driver release` (older branches: `by the
+515.65.01 NVIDIA Linux driver release`)."""
 
 
 class NvidiaReader:
@@ -59,6 +70,8 @@ class NvidiaReader:
         self.last_gpu: str | None = None
         """The GPU the last identity line named (a serial line names none)."""
         self.mismatch: Pending | None = None
+        self.refused: Pending | None = None
+        """A `The NVIDIA GPU ... (PCI ID: ...)` line waiting for its driver version."""
 
     def read_xid(self, line: Line) -> None:
         found = _XID.search(line.text)
@@ -98,6 +111,30 @@ class NvidiaReader:
         the = _GPU_THE.search(line.text)
         if the:
             self.last_gpu = pci_label(the[1])
+        named = _GPU_PCI_ID.search(line.text)
+        if named:
+            fields = {"pci": pci_label(named[1]), "device": named[2].lower(), "text": line.text}
+            self.refused = Pending(line, fields)
+            self.read_refusal(line)
+
+    def read_refusal(self, line: Line) -> None:
+        """The driver version that ends NVRM's refusal of a GPU (the same line or the next
+        ones): a `kernel.nvrm_unsupported_gpu` fact with what the support table says."""
+        pending = self.refused
+        if pending is None or line.lineno - pending.lineno > PENDING_LINES:
+            return
+        if line.lineno != pending.lineno:
+            pending.fields["text"] += " " + line.text
+        found = _UNSUPPORTED_BY.search(pending.fields["text"])
+        if not found:
+            return
+        self.refused = None
+        device, version = pending.fields["device"], found[1]
+        self.store.add(
+            ("unsupported", pending.fields["pci"]), "kernel.nvrm_unsupported_gpu", device,
+            pending.line, pci=pending.fields["pci"], driver_version=version,
+            listed=listed_support(device, version),
+        )  # fmt: skip
 
     def read_off_bus(self, line: Line) -> None:
         if "NVRM: Xid" in line.text or "fallen off the bus" not in line.text:
