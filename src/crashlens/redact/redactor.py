@@ -13,6 +13,15 @@ costs a share of one multi-pattern pass. What the rows made of a text is remembe
 text itself while a budget lasts, with its folded bytes, then by its SHA-256) and of a gated
 line (by the line): the second pass over the same text, and a line a log repeats, cost a
 lookup (bench/redact_bench.py).
+
+What is left is Python work per gated line and per gate match, a few microseconds each,
+spread over stages none of which holds much of it: the gates' match callbacks and the
+marking of their lines, the loop over the gated lines, the rows' searches and replace
+functions (no row costs much more than a twentieth of a launcher log's time), the gates found
+again on a line an earlier row changed, and the learned names' matcher, compiled once the
+learning is done (about 15 microseconds a name). A log whose every line names a host (a
+launcher's NCCL and pdsh prefixes) pays all of them on every line: `bench/redact_bench.py
+--phases` shows the share of each.
 """
 
 from __future__ import annotations
