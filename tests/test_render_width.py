@@ -283,6 +283,21 @@ def _library_commands() -> list[str]:
     return sorted(commands)
 
 
+def test_every_library_snippet_fits_the_terminal() -> None:
+    # A snippet (Python, YAML, a config file) is shown as written: only a trailing comment may
+    # move to a line of its own, so a longer line would wrap mid-token at 80 columns. Checked on
+    # every rule, not only on the rules some corpus case happens to render.
+    too_wide = [
+        (rule.id, line)
+        for rule in shipped_rules()
+        for step in (*rule.remediation, *rule.next_checks)
+        if step.command and step.lang != "shell"
+        for line in snippet_lines(step.command, WIDTH - 6)
+        if cell_len(line) > WIDTH - 6
+    ]
+    assert not too_wide, too_wide
+
+
 def test_every_shell_command_breaks_only_between_its_words() -> None:
     for command in _library_commands():
         for width in (40, 60, 80):
