@@ -446,11 +446,18 @@ def test_odd_zip_members_each_get_a_reason(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "data", "reason"),
     [
-        ("empty.tar.gz", gzip.compress(_tar_bytes({})), "archive holds no files"),
+        ("empty.tar.gz", gzip.compress(_tar_bytes({}), mtime=0), "archive holds no files"),
         ("empty.zip", _zip_bytes({}), "archive holds no files"),
-        ("nested.tar.gz", gzip.compress(_tar_bytes({"x.zip": b"PK\x03\x04broken"})), "corrupt"),
-        ("nothing.gz", gzip.compress(b""), "empty after gzip decompression"),
+        (
+            "nested.tar.gz",
+            gzip.compress(_tar_bytes({"x.zip": b"PK\x03\x04broken"}), mtime=0),
+            "corrupt",
+        ),
+        ("nothing.gz", gzip.compress(b"", mtime=0), "empty after gzip decompression"),
     ],
+    # Named by file: the data is bytes, and an id made of them must be the same in every
+    # pytest-xdist worker (gzip stamps the time, hence mtime=0 too).
+    ids=["empty.tar.gz", "empty.zip", "nested.tar.gz", "nothing.gz"],
 )
 def test_empty_and_broken_archives_say_why(
     tmp_path: Path, name: str, data: bytes, reason: str
