@@ -266,16 +266,20 @@ def load_catalog(path: Path) -> Catalog:
     return _load(str(path), stat.st_mtime_ns, stat.st_size)
 
 
+def read_table(path: Path) -> dict[str, Any]:
+    """A table file's TOML; unreadable or invalid TOML is a PatternError naming the file."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise PatternError(str(path), f"cannot read the table: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise PatternError(str(path), f"not valid TOML: {error}") from None
+
+
 @cache
 def _load(path: str, mtime_ns: int, size: int) -> Catalog:
     del mtime_ns, size  # the cache key: a changed file is read afresh
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise PatternError(path, f"cannot read the table: {error}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise PatternError(path, f"not valid TOML: {error}") from None
-    return parse_catalog(data, path)
+    return parse_catalog(read_table(Path(path)), path)
 
 
 def catalog_paths(directory: Path) -> tuple[Path, ...]:

@@ -17,16 +17,14 @@ names its file and field (`PatternError`), before any input is read.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from crashlens.errors import PatternError
 from crashlens.library import tables_dir
 from crashlens.parsers.base import line_safety
-from crashlens.parsers.tables import FINISH_TABLE, MIN_TEXT, fail
+from crashlens.parsers.tables import FINISH_TABLE, MIN_TEXT, fail, read_table
 from crashlens.text.linear import linear_text, ordered_literals
 from crashlens.text.literals import required_literals
 
@@ -156,13 +154,7 @@ def parse_finish_table(data: dict[str, Any], path: str) -> FinishTable:
 def load_finish_table(path: Path | None = None) -> FinishTable:
     """Read and validate the table (the shipped one by default)."""
     where = path or tables_dir() / f"{FINISH_TABLE}.toml"
-    try:
-        data = tomllib.loads(where.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise PatternError(str(where), f"cannot read the table: {error}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise PatternError(str(where), f"not valid TOML: {error}") from None
-    return parse_finish_table(data, str(where))
+    return parse_finish_table(read_table(where), str(where))
 
 
 @cache
