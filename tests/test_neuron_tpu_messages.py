@@ -86,6 +86,14 @@ FAILED = {
         " --xla_tpu_impure_oom_fast_exit_threshold=-1\n",
         "gpu_oom",
     ),
+    # XLA's E0200 class of a halted TPU core, in the async driver's line as a vLLM-on-TPU log
+    # prints it.
+    "tpu-core-halted-on-hardware": (
+        "INFO 06-02 11:20:41 [core.py:210] Running decode step\n"
+        "F0602 11:20:43.128833 5112 async_driver.cc:779] [/dev/vfio/2 tpu1:pe2:3] vf_id:0"
+        " !!!! FATAL ERROR !!!! observed errors are: [HARDWARE]. Now taking a TPU core dump...\n",
+        "hardware",
+    ),
     # A GCE VM without the cloud-platform scope asking the Cloud TPU API for its node.
     "gce-vm-token-without-scope": (
         "Traceback (most recent call last):\n"
