@@ -11,6 +11,10 @@ lines that are not the cases' own (other public reports of the same messages):
   cuSOLVER handle failing to start are driver (installation/build) problems.
 * TensorRT's linked-vs-loaded cuDNN/cuBLAS warning and its lazy-loading hint are harmless: a
   log ending at them is going on, and a TensorRT error after them still shows.
+* Batches ae and af: CTranslate2's "CUDA failed with error out of memory" is gpu_oom;
+  tiny-cuda-nn without an extension for the GPU's compute capability is driver; pyannote's
+  old-checkpoint version warning, onnxruntime's node-placement notice and ComfyUI's missing
+  SDXL CLIP-L projection keys are harmless, and an OOM after the pyannote warning still shows.
 """
 
 from __future__ import annotations
@@ -137,6 +141,29 @@ SCENARIOS = (
         "driver",
         "driver-jax-cusolver-handle-internal-error",
     ),
+    # SYSTRAN/faster-whisper#442: whisper-ctranslate2 decoding on a 12 GB GPU
+    Scenario(
+        "ctranslate2-cuda-failed-oom",
+        {
+            "transcribe.log": '  File "faster_whisper/transcribe.py", line 584, in '
+            "generate_with_fallback\n"
+            "    result = self.model.generate(\n"
+            "RuntimeError: CUDA failed with error out of memory\n"
+        },
+        "gpu_oom",
+        "gpu-oom-ctranslate2-cuda-failed-out-of-memory",
+    ),
+    # NVlabs/tiny-cuda-nn#230's wording, on the Jetson Orin of #434 (each tests the other)
+    Scenario(
+        "tinycudann-no-extension-for-capability",
+        {
+            "python.txt": "Traceback (most recent call last):\n"
+            '  File "tinycudann/modules.py", line 59, in <module>\n'
+            "OSError: Could not find compatible tinycudann extension for compute capability 87.\n"
+        },
+        "driver",
+        "driver-extension-not-built-for-gpu-capability",
+    ),
 )
 
 
@@ -167,5 +194,40 @@ def test_a_tensorrt_failure_after_the_version_warning_still_shows(tmp_path: Path
         "[W] [TRT] TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.6.0\n"
         "ERROR: ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)\n"
         "&&&& FAILED TensorRT.sample_onnx_mnist # ./sample_onnx_mnist\n",
+    )
+    assert str(report.verdict) == "gpu_oom"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # QuentinFuxa/WhisperLiveKit's server with diarization
+        "Model was trained with pyannote.audio 0.0.1, yours is 3.3.2. Bad things might happen "
+        "unless you revert pyannote.audio to 0.x.\n"
+        "Model was trained with torch 1.10.0+cu102, yours is 2.2.2+cu121. Bad things might "
+        "happen unless you revert torch to 1.x.\n",
+        # Comfy-Org/ComfyUI#2172 at a model switch
+        "got prompt\nmodel_type EPS\n"
+        "missing {'cond_stage_model.clip_l.logit_scale', 'cond_stage_model.clip_l."
+        "text_projection'}\n",
+        # k2-fsa/sherpa-onnx streaming on the GPU, then a success line
+        "[W:onnxruntime:, session_state.cc:1136 VerifyEachNodeIsAssignedToAnEp] Some nodes were "
+        "not assigned to the preferred execution providers which may or may not have an negative"
+        " impact on performance.\n"
+        "INFO - CUDA execution provider initialized successfully\n",
+    ],
+    ids=["pyannote-versions", "comfyui-clip-l-keys", "onnxruntime-placement"],
+)
+def test_model_loading_notices_alone_are_a_run_going_on(tmp_path: Path, text: str) -> None:
+    assert log_report(tmp_path / "run", text).verdict == Verdict.NONE
+
+
+def test_an_oom_after_the_pyannote_warning_still_shows(tmp_path: Path) -> None:
+    # m-bain/whisperX#315's other report: the warning, then CTranslate2 out of memory
+    report = log_report(
+        tmp_path / "wx",
+        "Model was trained with pyannote.audio 0.0.1, yours is 2.1.1. Bad things might happen "
+        "unless you revert pyannote.audio to 0.x.\n"
+        "RuntimeError: CUDA failed with error out of memory\n",
     )
     assert str(report.verdict) == "gpu_oom"
