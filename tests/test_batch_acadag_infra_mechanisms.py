@@ -14,6 +14,10 @@ messages, as their programs print them):
 * An MPIJob launcher pod in Error while its workers run is the launcher not reaching them yet.
 * An Istio sidecar routing the PyTorch rendezvous port is network context.
 * DataLoader's SIGKILL message with its pid elided is still host_oom.
+* From batches ae and af: Windows' ERROR_PRIVILEGE_NOT_HELD (WinError 1314, a symbolic link
+  without the privilege) is permissions; the libp2p daemon reaching none of its bootstrap peers
+  and wandb.init timing out are network; LMDB refused by the filesystem (ENOSYS/ENOLCK) is
+  filesystem; inotify's ENOSPC (the watch limit) is no full disk.
 """
 
 from __future__ import annotations
@@ -123,6 +127,68 @@ SCENARIOS = (
         "network",
         "network-mpijob-launcher-failed-workers-unreachable",
     ),
+    # huggingface/huggingface_hub#1067 (Developer Mode off)
+    Scenario(
+        "windows-symlink-privilege",
+        {
+            "train.log": "Traceback (most recent call last):\n"
+            '  File "C:\\hf\\src\\huggingface_hub\\file_download.py", line 879, in '
+            "_create_relative_symlink\n"
+            "    os.symlink(relative_src, dst)\n"
+            "OSError: [WinError 1314] A required privilege is not held by the client: "
+            "'..\\\\..\\\\blobs\\\\ae8c63daedbd4206d7d40126955d4e6ab1c80f8f' -> 'C:\\\\Users\\\\"
+            "L\\\\.cache\\\\huggingface\\\\hub\\\\models--distilbert-base-uncased\\\\snapshots\\\\"
+            "043235d6088ecd3dd5fb5ca3592b6913fd516027\\\\.gitattributes'\n"
+        },
+        "permissions",
+        "permissions-windows-privilege-not-held",
+    ),
+    # gensyn-ai/rl-swarm#246
+    Scenario(
+        "libp2p-bootstrap-peers",
+        {
+            "train.log": '  File "/root/.venv/lib/python3.12/site-packages/hivemind/utils/'
+            'mpfuture.py", line 254, in result\n'
+            "    return super().result(timeout)\n"
+            '  File "/usr/lib/python3.12/concurrent/futures/_base.py", line 401, in '
+            "__get_result\n"
+            "    raise self._exception\n"
+            "hivemind.p2p.p2p_daemon_bindings.utils.P2PDaemonError: Daemon failed to start: "
+            "2025/05/05 05:11:19 failed to connect to bootstrap peers\n"
+            ">> Shutting down trainer...\n"
+            "Terminated\n"
+        },
+        "network",
+        "network-libp2p-bootstrap-peers-unreachable",
+    ),
+    # jnwatson/py-lmdb#100 (Cray DVS)
+    Scenario(
+        "lmdb-enosys",
+        {
+            "prep.log": "Traceback (most recent call last):\n"
+            '  File "<stdin>", line 1, in <module>\n'
+            "lmdb.Error: trainingData: Function not implemented\n"
+        },
+        "filesystem",
+        "filesystem-lmdb-unsupported-by-filesystem",
+    ),
+    # momentum-robotics-lab/deformgs#7
+    Scenario(
+        "wandb-init-timeout",
+        {
+            "train.log": "wandb: Using wandb-core as the SDK backend.\n"
+            "wandb: W&B API key is configured. Use `wandb login --relogin` to force relogin\n"
+            "wandb: Network error (ConnectTimeout), entering retry loop.\n"
+            "wandb: ERROR Run initialization has timed out after 600 sec. Please try "
+            "increasing the timeout with the `init_timeout` setting: "
+            "`wandb.init(settings=wandb.Settings(init_timeout=120))`.\n"
+            "Traceback (most recent call last):\n"
+            '  File "train.py", line 719, in <module>\n'
+            "    wandb.init(project=args.wandb_project,name=args.wandb_name)\n"
+        },
+        "network",
+        "network-wandb-init-timed-out",
+    ),
 )
 
 
@@ -165,3 +231,13 @@ def test_a_makedirs_permission_error_is_no_race(tmp_path: Path) -> None:
     assert report.causes[0].category == "permissions"
     rules = {e.rule for cause in report.causes for e in cause.evidence}
     assert "filesystem-makedirs-exists-race-shared-fs" not in rules
+
+
+def test_inotify_watch_limit_is_no_full_disk(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path / "run",
+        "Error: ENOSPC: System limit for number of file watchers reached, watch '/app/src'\n"
+        "OSError: [Errno 28] inotify watch limit reached\n",
+    )
+    rules = {e.rule for cause in report.causes for e in cause.evidence}
+    assert "filesystem-no-space-left" not in rules
