@@ -51,6 +51,14 @@ def log_report(folder: Path, text: str) -> Report:
     return report_of(folder, {"train.log": text})
 
 
+def assert_leads(report: Report, category: str) -> None:
+    """`category` is the report's first cause (the causes and their confidences on failure)."""
+    assert report.causes, "no cause"
+    assert report.causes[0].category.value == category, [
+        (c.category.value, round(c.confidence, 2)) for c in report.causes
+    ]
+
+
 def ending_of(report: Report) -> Ending | None:
     """How the report judged the run to end (None: no assessment)."""
     return report.assessment.ending if report.assessment is not None else None

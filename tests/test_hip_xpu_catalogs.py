@@ -20,7 +20,7 @@ import pytest
 from crashlens.library import tables_dir
 from crashlens.match.catalogs import coverage, load_catalog
 from crashlens.match.rules import shipped_rules
-from mechanism_helpers import log_report
+from mechanism_helpers import assert_leads, log_report
 
 TORCHRUN_HEAD = (
     "[2025-03-02 10:14:02,118] torch.distributed.run: [WARNING] *****************************\n"
@@ -171,10 +171,7 @@ LOGS = {
 def test_launcher_log_names_the_cause(tmp_path: Path, name: str) -> None:
     text, category = LOGS[name]
     report = log_report(tmp_path / name, text)
-    assert report.causes, name
-    assert report.causes[0].category.value == category, [
-        (c.category.value, round(c.confidence, 2)) for c in report.causes
-    ]
+    assert_leads(report, category)
     assert str(report.verdict) != "none"
 
 
