@@ -10,6 +10,7 @@ changed):
   Paddle's segmentation fault after cuDNN failed to load name `driver`;
 * PyTorch's messages wrapped by TorchSharp's ExternalException and R torch's `Error in cpp_...`
   still hit the PyTorch rules;
+* ggml's fallback from pinned host memory, with the server then serving, is no failure;
 * every entry of the two tables is recognised, by exactly one failure rule.
 """
 
@@ -167,6 +168,27 @@ def test_log_names_the_cause(tmp_path: Path, name: str) -> None:
     report = log_report(tmp_path / name, text)
     assert_leads(report, category)
     assert str(report.verdict) != "none"
+
+
+def test_pinned_memory_fallback_with_the_server_serving_is_no_failure(tmp_path: Path) -> None:
+    # A llama-server on two Vulkan GPUs with a KV cache kept on the host (the shape of a public
+    # report's log): the older two-line warning, then the context is built and requests served.
+    text = (
+        "init:        CPU KV buffer size = 48000.00 MiB\n"
+        "ggml_vulkan: Failed to allocate pinned memory.\n"
+        "ggml_vulkan: Requested buffer size exceeds device memory allocation limit:"
+        " ErrorOutOfDeviceMemory\n"
+        "llama_context:    Vulkan0 compute buffer size =   616.06 MiB\n"
+        "llama_context: Vulkan_Host compute buffer size = 21014.01 MiB\n"
+        "main: server is listening on http://127.0.0.1:8080 - starting the main loop\n"
+        "srv  update_slots: all slots are idle\n"
+        "slot      release: id  0 | task 0 | stop processing: n_past = 412, truncated = 0\n"
+        "srv  log_server_r: request: POST /completion 127.0.0.1 200\n"
+    )
+    report = log_report(tmp_path / "pinned", text)
+    assert str(report.verdict) == "none", [
+        (c.category.value, round(c.confidence, 2)) for c in report.causes
+    ]
 
 
 @pytest.mark.parametrize("table", ["ggml_backends", "paddle_errors"])
