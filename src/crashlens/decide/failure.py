@@ -53,7 +53,7 @@ from crashlens.decide.cuda_unloading import shows_unloading
 from crashlens.decide.ignored import LIFESPAN_SAYS, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
-from crashlens.decide.stop_order import FailureFirst, Progress, cause_level, failure_before_stop
+from crashlens.decide.stop_order import FailureFirst, cause_level, failure_before_stop, progress_of
 from crashlens.decide.unended import ended_process, without_ending
 from crashlens.match.catalogs import load_catalogs
 from crashlens.match.rules import Rule, rule_index, shipped_rules
@@ -262,23 +262,8 @@ def _failure_first(
     index = rule_index(rules if rules is not None else shipped_rules())
     stopped, causes = [s.fact for s in stops], without_ignored(hits, facts)
     return failure_before_stop(
-        stopped, causes, kinds, index.failure, index.knock_on, _progress(facts)
+        stopped, causes, kinds, index.failure, index.knock_on, progress_of(facts)
     )
-
-
-def _progress(facts: Sequence[Fact]) -> dict[str, Progress]:
-    """Where each log's training progress shows (`log.progress`, `log.progress_mark`)."""
-    first = {f.path: f.lineno for f in facts if f.key == "log.progress" and f.lineno}
-    marks: dict[str, list[tuple[int, int | None]]] = {}
-    for item in facts:
-        if item.key == "log.progress_mark" and item.lineno is not None:
-            rank = item.attr("rank")
-            ranked = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
-            marks.setdefault(item.path, []).append((item.lineno, ranked))
-    return {
-        path: Progress(first.get(path), tuple(sorted(marks.get(path, ()))))
-        for path in first.keys() | marks.keys()
-    }
 
 
 def _failure_in_view(

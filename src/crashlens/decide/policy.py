@@ -20,6 +20,11 @@ the fourth lets another input's facts say what a symptom means:
    irrelevant. An explained symptom counts for the explaining rule's category with the
    explanation's weight; a ruled-out hit is dropped; the report's notes cite both lines.
 
+A run whose inputs show no ending (`decide.unended`) is weighed without the failure lines it
+went on from (`unended.gone_past`: its training progress began or went on after them): a
+retried allocation or a connect retry followed by an hour of steps did not end it, so it is
+neither the first failure nor a likely cause of a log that stops.
+
 Context hits (ShmSize 64 MiB, a low memlock ulimit) only count once a failure is seen, and a
 category supported by context alone stays below the verdict threshold. Scores become
 confidences by sharing out belief between the candidates; below `VERDICT_THRESHOLD` the
@@ -36,7 +41,7 @@ from dataclasses import dataclass
 from crashlens.decide.explain import apply_explanations
 from crashlens.decide.failure import assess
 from crashlens.decide.ignored import with_known_reports, without_ignored
-from crashlens.decide.unended import ended_process, unended
+from crashlens.decide.unended import ended_process, unended, without_gone_past
 from crashlens.match.rules import Rule, rule_index
 from crashlens.model import (
     Assessment,
@@ -65,6 +70,8 @@ MIN_REPORTED = 0.05
 """Candidates below this score are not listed."""
 ENDED_WELL = frozenset({Ending.COMPLETED, Ending.STOPPED})
 """Endings that are no failure: the verdict is `none` whatever the rules matched."""
+NO_ENDING = frozenset({Ending.UNKNOWN, Ending.ONGOING})
+"""Endings of inputs that show no ending (`decide.unended`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +264,8 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     facts = [item for analysis in analyses for item in analysis.facts]
     # what the process reported and went on from (a finalizer's exception) shows no failure
     hits = without_ignored([hit for analysis in analyses for hit in analysis.hits], facts)
+    if assessment.ending in NO_ENDING:  # what the run went on from did not end it
+        hits = without_gone_past(hits, facts, failure_rules)
     first_rank = _first_failure_rank(facts)
     strong = any(
         hit.rule_id in failure_rules

@@ -23,6 +23,14 @@ failure's teardown reached them, so the failure still reads as the cause. The pa
 those progress lines among the log's last lines (`log.progress_mark`): a stop whose last
 lines show no progress (a flood of teardown tracebacks) leaves the failure as its cause.
 
+When every progress line of a log is in view (its first is among its last lines), the
+start-up case is counted like the mid-training one: a line that names its training step
+(`OOM during training step 3 times in a row`), an epoch header, or another rank finishing its
+first step may follow a failure at start-up, and the run did not get past it.
+
+The same test, with no stop to bound it, tells which failure lines a log that simply stops
+went on from (`went_on`, `decide.unended.gone_past`): one test for both endings.
+
 Order is read within one log (line numbers). A platform's record of the end (a container's
 exit code, a pod's state, an sacct row) is written after every log line, so an ambiguous stop
 there follows the failures the logs show; an explicit one there has no order against them
@@ -35,6 +43,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from crashlens.model import Fact, Hit, InputKind, Role
+
+PROGRESS_MARK = "log.progress_mark"
+FIRST_PROGRESS = "log.progress"
 
 CAUSE_WEIGHT = 0.5
 """A hit at least this decisive is a cause-level failure line (`policy.STRONG_FAILURE`'s
@@ -132,7 +143,7 @@ def failure_before_stop(
     if any(explicit_stop(s) and (s.path not in logs or s.lineno is None) for s in stops):
         return None
     for stop in sorted(stops, key=lambda s: (s.path, s.lineno or 0)):
-        before = [h for h in causes if _precedes(h, stop, kinds) and not _went_on(h, stop, started)]
+        before = [h for h in causes if _precedes(h, stop, kinds) and not went_on(h, started, stop)]
         if not before:
             continue
         first = before[0]
@@ -149,21 +160,42 @@ def _precedes(cause: Hit, stop: Fact, kinds: Mapping[str, InputKind | None]) -> 
     return kinds.get(stop.path) not in RUN_LOG_KINDS and kinds.get(cause.path) in RUN_LOG_KINDS
 
 
-def _went_on(cause: Hit, stop: Fact, started: Mapping[str, Progress]) -> bool:
+def progress_of(facts: Sequence[Fact]) -> dict[str, Progress]:
+    """Where each log's training progress shows (`log.progress`, `log.progress_mark`)."""
+    first = {f.path: f.lineno for f in facts if f.key == FIRST_PROGRESS and f.lineno}
+    marks: dict[str, list[tuple[int, int | None]]] = {}
+    for item in facts:
+        if item.key == PROGRESS_MARK and item.lineno is not None:
+            rank = item.attr("rank")
+            ranked = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+            marks.setdefault(item.path, []).append((item.lineno, ranked))
+    return {
+        path: Progress(first.get(path), tuple(sorted(marks.get(path, ()))))
+        for path in first.keys() | marks.keys()
+    }
+
+
+def went_on(cause: Hit, started: Mapping[str, Progress], stop: Fact | None = None) -> bool:
     """Whether the run went on from the failure line: its training progress began after the
-    line, or went on for `MIN_STEPS_AFTER` lines after it, before a stop in the same log."""
+    line and went on beyond the log's last lines, or `MIN_STEPS_AFTER` progress lines (of its
+    rank) follow it; before `stop` when it is in the same log (with no stop, to the log's end)."""
     seen = started.get(cause.path)
     line = cause.lineno or 0
     if seen is None:
         return False
-    limit = stop.lineno if stop.path == cause.path and stop.lineno is not None else None
-    if seen.first is not None and seen.first > line:
-        return limit is None or seen.first < limit
+    limit = None
+    if stop is not None and stop.path == cause.path and stop.lineno is not None:
+        limit = stop.lineno
     after = [rank for at, rank in seen.marks if at > line and (limit is None or at < limit)]
     if cause.rank is not None:
         # the failing rank's own steps (or unprefixed lines): another rank's step may be one
         # it finished while the failure's teardown reached it
         after = [rank for rank in after if rank in (cause.rank, None)]
+    began_after = (
+        seen.first is not None and line < seen.first and (limit is None or seen.first < limit)
+    )
+    if began_after and not any(at == seen.first for at, _ in seen.marks):
+        return True  # more went on after its first progress than the log's last lines hold
     return len(after) >= MIN_STEPS_AFTER
 
 

@@ -34,6 +34,16 @@ failure detector finds no ending, this module tells apart:
    like (training in progress or not yet started) and what to collect to learn how it ended:
    the scheduler's record, the kernel log of the nodes, the container's state.
 
+A failure line the run went on from is not how it ended (`gone_past`): the run's training
+progress began after it, or went on for `stop_order.MIN_STEPS_AFTER` lines of its rank after
+it (`stop_order.went_on`, the test a stop uses). TensorFlow's allocator retrying a failed
+allocation with less memory, a batch-size finder catching an OOM and halving the batch, a
+connect retry at start-up, each followed by the run's steps: such a line counts as an
+alarming line the run went past (outcome 4 may hold), is judged harmless in the report, and
+`policy` leaves it out of the weighing, so it is neither the headline nor a likely cause of
+a log that stops. A failure line with no progress of its rank after it (the log ends in its
+traceback, or one step of another rank follows) still counts as a failure.
+
 A log with nothing alarming in it and no ending is such a stop, however ordinary its last
 line: it has nothing harmless for an excerpt to be about, and its end is exactly where a silent
 hang or a silent kill leaves a log.
@@ -49,7 +59,8 @@ from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_igno
 from crashlens.decide.last_output import CUT_TRACEBACK, read_last_record
 from crashlens.decide.never_started import never_allocated, never_scheduled
 from crashlens.decide.peer_wait import PEER_WAIT_RULES, PROGRESS_KEYS
-from crashlens.model import Assessment, Ending, Fact, Hit, InputKind
+from crashlens.decide.stop_order import progress_of, went_on
+from crashlens.model import Assessment, Ending, Fact, Hit, InputKind, Role
 from crashlens.text.clip import shortened
 
 STORY_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
@@ -65,6 +76,8 @@ COLLECT = (
     "ExitCode)"
 )
 """What to collect to learn how a run whose log stops ended."""
+GONE_PAST = "the run went on from it: its training progress began or went on after it"
+"""Why a failure line followed by the run's progress is not how the run ended."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +104,35 @@ def unended(assessment: Assessment) -> bool:
     return assessment.ending is Ending.UNKNOWN and assessment.sign is not None
 
 
+def gone_past(
+    hits: Sequence[Hit], facts: Sequence[Fact], failure_rules: frozenset[str]
+) -> list[Hit]:
+    """The failure lines of `hits` that the run went on from (`stop_order.went_on`, with no
+    stop): not how a log with no ending ended."""
+    started = progress_of(facts)
+    return [
+        h
+        for h in hits
+        if h.rule_id in failure_rules
+        and not h.against
+        and h.role is not Role.CONTEXT
+        and h.lineno is not None
+        and went_on(h, started)
+    ]
+
+
+def without_gone_past(
+    hits: Sequence[Hit], facts: Sequence[Fact], failure_rules: frozenset[str]
+) -> list[Hit]:
+    """`hits` less the failure lines the run went on from (`gone_past`)."""
+    return _less(hits, gone_past(hits, facts, failure_rules))
+
+
+def _less(hits: Sequence[Hit], past: Sequence[Hit]) -> list[Hit]:
+    gone = {(h.path, h.lineno, h.rule_id) for h in past}
+    return [h for h in hits if (h.path, h.lineno, h.rule_id) not in gone]
+
+
 def without_ending(
     facts: Sequence[Fact],
     hits: Sequence[Hit],
@@ -103,6 +145,8 @@ def without_ending(
         kind in STORY_KINDS for kind in kinds.values()
     )
     lasts = _last_lines(facts, kinds)
+    past = gone_past(hits, facts, failure_rules)
+    live = _less(hits, past)
     if (state := running_state(facts)) is not None:
         return Assessment(
             ending=Ending.UNKNOWN,
@@ -116,16 +160,16 @@ def without_ending(
     if (never := never_scheduled(facts, story)) is not None:
         return never
     # a pending Slurm job beside a failure line: the failure is what the inputs are about
-    if not _failed(facts, hits, failure_rules) and (never := never_allocated(facts)) is not None:
+    if not _failed(facts, live, failure_rules) and (never := never_allocated(facts)) is not None:
         return never
     if not lasts:
         what = "no input shows how the run ended" if not story else "the run's log is empty"
         return Assessment(ending=Ending.UNKNOWN, sign=None, reason=f"No ending was found: {what}.")
-    if not _failed(facts, hits, failure_rules):
-        going = _ongoing(facts, hits, lasts)
+    if not _failed(facts, live, failure_rules):
+        going = _ongoing(facts, hits, lasts, past)
         if going is not None:
             return going
-    return _stops(facts, lasts)
+    return _stops(facts, lasts, past)
 
 
 def _last_lines(facts: Sequence[Fact], kinds: Mapping[str, InputKind | None]) -> list[Fact]:
@@ -155,11 +199,20 @@ def ended_process(item: Fact) -> bool:
     return item.attr("teardown") is None and str(item.value) not in CLEAN_EXITS
 
 
-def _alarms(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> list[Alarm]:
+def _alarms(
+    facts: Sequence[Fact], hits: Sequence[Hit], path: str, past: Sequence[Hit] = ()
+) -> list[Alarm]:
     """The lines of one log that look alarming: a rule's line, an NCCL WARN, an exception
-    the process reported and went on from; once per line, in order."""
+    the process reported and went on from; once per line, in order. A failure line of `past`
+    (`gone_past`) says why it is harmless."""
+    passed = {h.lineno for h in past if h.path == path}
     found = [
-        Alarm(h.path, h.lineno, f"`{shortened(h.text.strip(), 80)}` ({h.rule_id})", _why(h.text))
+        Alarm(
+            h.path,
+            h.lineno,
+            f"`{shortened(h.text.strip(), 80)}` ({h.rule_id})",
+            _why(h.text) or (GONE_PAST if h.lineno in passed else None),
+        )
         for h in hits
         if h.path == path and h.lineno is not None and not h.against
     ]
@@ -193,7 +246,7 @@ def _why(text: str) -> str | None:
 
 
 def _ongoing(
-    facts: Sequence[Fact], hits: Sequence[Hit], lasts: Sequence[Fact]
+    facts: Sequence[Fact], hits: Sequence[Hit], lasts: Sequence[Fact], past: Sequence[Hit]
 ) -> Assessment | None:
     """`ongoing` when every log of the run ends going on well (outcome 4), else None."""
     reports = why_harmless(facts)
@@ -206,7 +259,7 @@ def _ongoing(
     harmless: list[str] = []
     for last in lasts:
         line = last.lineno or 0
-        alarms = _alarms(facts, hits, last.path)
+        alarms = _alarms(facts, hits, last.path, past)
         wording = read_last_record(last)
         known = harmless_entry(last.text)
         if wording is CUT_TRACEBACK and any(path == last.path for path, _ in reported):
@@ -291,9 +344,21 @@ def _judged(alarm: Alarm, line: int) -> str:
     )
 
 
-def _stops(facts: Sequence[Fact], lasts: Sequence[Fact]) -> Assessment:
-    """`unknown`: the log stops (outcome 5), its last line cited."""
+def _stops(facts: Sequence[Fact], lasts: Sequence[Fact], past: Sequence[Hit]) -> Assessment:
+    """`unknown`: the log stops (outcome 5), its last line cited; the failure lines the run
+    went on from (`past`) are judged harmless."""
     last = lasts[0]
+    passed = _gone_past_alarms(past)
+    judged = tuple(_judged(a, a.lineno) for a in passed[:MAX_LISTED])
+    if len(passed) > MAX_LISTED:
+        judged += (f"... and {len(passed) - MAX_LISTED} more such lines.",)
+    one = len(passed) == 1
+    went = (
+        f" The failure line{'' if one else 's'} before that {'is' if one else 'are'} not how it "
+        f"ended: the run went on from {'it' if one else 'them'} (judged below)."
+        if passed
+        else ""
+    )
     place = f"{last.path}:{last.lineno}"
     others = len(lasts) - 1
     also = f" (and {others} more of the run's logs)" if others > 0 else ""
@@ -308,7 +373,9 @@ def _stops(facts: Sequence[Fact], lasts: Sequence[Fact]) -> Assessment:
                 "semaphores they never released, which it prints once they are all gone, after "
                 "a finish, a crash or a kill alike (a process killed by a signal leaves them), "
                 f"{_progress(facts, last)}. A hang that was killed looks like this: {COLLECT}."
+                f"{went}"
             ),
+            harmless=judged,
         )
     return Assessment(
         ending=Ending.UNKNOWN,
@@ -316,9 +383,19 @@ def _stops(facts: Sequence[Fact], lasts: Sequence[Fact]) -> Assessment:
         reason=(
             f"The log stops without showing how the run ended: no exit status, death sign or "
             f"finish follows its last line ({place}{also}), {_progress(facts, last)}. A hang, "
-            f"or a kill that left no trace in the log, looks like this: {COLLECT}."
+            f"or a kill that left no trace in the log, looks like this: {COLLECT}.{went}"
         ),
+        harmless=judged,
     )
+
+
+def _gone_past_alarms(past: Sequence[Hit]) -> list[Alarm]:
+    """The failure lines the run went on from, once per line, in order."""
+    kept: dict[tuple[str, int], Alarm] = {}
+    for h in sorted(past, key=lambda h: (h.path, h.lineno or 0)):
+        says = f"`{shortened(h.text.strip(), 80)}` ({h.rule_id})"
+        kept.setdefault((h.path, h.lineno or 0), Alarm(h.path, h.lineno or 0, says, GONE_PAST))
+    return list(kept.values())
 
 
 def _progress(facts: Sequence[Fact], last: Fact) -> str:
