@@ -178,6 +178,15 @@ def test_open_mpi_non_zero_status() -> None:
         ("message='Signal 6 (SIGABRT) received by PID 4242'", "SIGABRT"),
         ("rank 3 received signal 7, aborting", "SIGBUS"),
         ("job step failed: signal: killed", "SIGKILL"),
+        # cargo's report on a test binary or rustc it ran (cargo-util process_error.rs)
+        (
+            "  process didn't exit successfully: `deps/app-3f1c` (signal: 9, SIGKILL: kill)",
+            "SIGKILL",
+        ),
+        (
+            "process didn't exit successfully: `rustc` (signal: 11, SIGSEGV: invalid memory",
+            "SIGSEGV",
+        ),
     ],
 )
 def test_signal_wordings(line: str, signal: str) -> None:

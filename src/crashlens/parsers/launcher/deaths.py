@@ -9,7 +9,7 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   `\\r` redraw, so after progress-bar output with no newline before it), `debugger` (gdb's
   `Program received signal SIGBUS`), `faulthandler` (`Fatal Python error: Bus error`), `text`
   (`killed by signal 9`, `terminated by signal SIGSEGV`, `received signal 7`, Go's
-  `signal: killed`).
+  `signal: killed`, cargo's `(signal: 9, SIGKILL: kill)`).
 * `python.fatal_error`: str what `Fatal Python error:` says (first of each).
 * `python.thread_dump`: True, the first faulthandler thread dump (`Thread 0x... (most recent
   call first):`); attr `after_timeout` (a `Timeout (0:05:00)!` line came first: a hang
@@ -148,7 +148,9 @@ _BY_SIGNAL = re.compile(
     r"|Signal [0-9]+ \((SIG[A-Z0-9]+)\) received by PID ([0-9]+)"
     # Go's os/exec (`signal: killed`), which launchers and operators written in Go print
     # (not the DataLoader's `killed by signal: Bus error`, which its own handler reads)
-    rf"|(?<!by )\bsignal: ({_WORDS})\b",
+    rf"|(?<!by )\bsignal: ({_WORDS})\b"
+    # cargo's report on a child (cargo-util's process_error.rs: `(signal: 9, SIGKILL: kill)`)
+    r"|\(signal: [0-9]+, (SIG[A-Z0-9]+): ",
     re.IGNORECASE,
 )
 _EXIT_WORDING = re.compile(
@@ -339,7 +341,7 @@ class DeathSigns(AnchoredCollector):
         if m.group(4):
             name = SIGNALS.get(SIGNAL_WORDS.get(m.group(4).lower(), 0))
         else:
-            name = signal_name((m.group(1) or m.group(2)).upper())
+            name = signal_name((m.group(1) or m.group(2) or m.group(5)).upper())
         pid = bounded_int(m.group(3)) if m.group(3) else None
         if name is not None:
             # With the pid, torchelastic's own line and this one name one death (`SignalLog`).
@@ -475,7 +477,7 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(
         r"(?i:(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal"
         r"|(?:got|caught|received) signal:? ?[0-9S]|signal: [a-z])"
-        r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID",
+        r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|\(signal: [0-9]+, SIG[A-Z]",
         D.on_by_signal,
     ),
     Anchor(
