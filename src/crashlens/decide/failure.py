@@ -50,6 +50,7 @@ from functools import cache
 
 from crashlens.decide.cuda_unloading import SAYS as UNLOADING_SAYS
 from crashlens.decide.cuda_unloading import shows_unloading
+from crashlens.decide.harmless_output import harmless_entry
 from crashlens.decide.ignored import LIFESPAN_SAYS, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
@@ -429,7 +430,11 @@ def _catalog_texts() -> tuple[tuple[str, str], ...]:
 
 
 def catalog_error(text: str) -> str | None:
-    """The catalog entry (CUDA or NCCL error) a line prints, or None."""
+    """The catalog entry (CUDA or NCCL error) a line prints, or None. A line its own project
+    calls harmless names no error here, though it quotes one (Warp printing the CUDA error of
+    an OpenGL interop it then does without: `tables/harmless_output.toml`)."""
+    if harmless_entry(text) is not None:
+        return None
     return next((entry for printed, entry in _catalog_texts() if printed in text), None)
 
 
