@@ -213,3 +213,20 @@ def test_a_later_failure_leads_past_the_retries_the_run_went_on_from(tmp_path: P
     assert report.first_failure is not None and report.first_failure.line == 202
     assert Category.NETWORK not in {c.category for c in report.causes}
     _judged_gone_past(report, [1, 2])
+
+
+def test_a_later_line_of_the_same_rule_is_cited_not_the_retry(tmp_path: Path) -> None:
+    # the allocator's retries at start-up, then training, then a real allocation failure: the
+    # report (and `crashlens scan`'s grouping, `Report.lead`) cites the later line
+    epochs = "".join(
+        f"Epoch {n}/50\n1875/1875 [==============================] - 10s 5ms/step - loss: "
+        f"0.14{n:02d}\n"
+        for n in range(1, 30)
+    )
+    late = TF_RETRY.splitlines()[1].replace("10:01:12", "11:41:07") + "\n"
+    report = _report(tmp_path, TF_RETRY + epochs + late + "Epoch 30/50\n")
+    assert report.verdict is Verdict.GPU_OOM
+    assert report.first_failure is not None and report.first_failure.line == 62
+    assert report.lead is not None and report.lead.line == 62
+    assert [e.line for e in report.causes[0].evidence] == [62]
+    _judged_gone_past(report, [2, 3])

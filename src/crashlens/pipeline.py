@@ -167,7 +167,7 @@ def _belonging(
     if first.category is top:
         return first
     index = rule_index(rules)
-    own = [h for a in analyses for h in a.hits if h.category is top]
+    own = [h for a in analyses for h in a.hits if h.category is top and h not in decision.passed]
     kinds = {a.status.path: a.status.kind for a in analyses}
     found = earliest_failure(own, decision.first_failure_rank, index.failure, index.knock_on, kinds)
     return found or first
@@ -193,7 +193,7 @@ def _lead(analyses: Sequence[InputAnalysis], decision: Decision) -> Evidence | N
     category = decision.candidates[0].category if decision.candidates else None
     # The leading candidate's hits come first: an explained hit is there under its new rule.
     weighed = [item.hit for item in decision.candidates[0].hits] if decision.candidates else []
-    hits = [*weighed, *(hit for analysis in analyses for hit in analysis.hits)]
+    hits = [*weighed, *(h for a in analyses for h in a.hits if h not in decision.passed)]
     own = [h for h in hits if h.category is category and h.role is not Role.CONTEXT]
     first = decision.first_failure
     if not own and first is not None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from crashlens.decide.explain import apply_explanations
 from crashlens.decide.failure import assess
 from crashlens.decide.ignored import with_known_reports, without_ignored
-from crashlens.decide.unended import ended_process, unended, without_gone_past
+from crashlens.decide.unended import ended_process, gone_past, unended
 from crashlens.match.rules import Rule, rule_index
 from crashlens.model import (
     Assessment,
@@ -109,6 +109,9 @@ class Decision:
     notes: tuple[str, ...]
     assessment: Assessment | None = None
     """How the run ended (`decide.failure`); None for a decision made without it."""
+    passed: frozenset[Hit] = frozenset()
+    """Failure lines the run went on from, left out of the weighing (`unended.gone_past`):
+    the report never leads with them."""
 
     @property
     def ended_well(self) -> bool:
@@ -264,8 +267,10 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
     facts = [item for analysis in analyses for item in analysis.facts]
     # what the process reported and went on from (a finalizer's exception) shows no failure
     hits = without_ignored([hit for analysis in analyses for hit in analysis.hits], facts)
+    passed: frozenset[Hit] = frozenset()
     if assessment.ending in NO_ENDING:  # what the run went on from did not end it
-        hits = without_gone_past(hits, facts, failure_rules)
+        passed = frozenset(gone_past(hits, facts, failure_rules))
+        hits = [hit for hit in hits if hit not in passed]
     first_rank = _first_failure_rank(facts)
     strong = any(
         hit.rule_id in failure_rules
@@ -334,6 +339,7 @@ def decide(analyses: Sequence[InputAnalysis], rules: Sequence[Rule]) -> Decision
         first_failure=first_failure,
         notes=tuple(notes),
         assessment=assessment,
+        passed=passed,
     )
 
 

@@ -121,18 +121,6 @@ def gone_past(
     ]
 
 
-def without_gone_past(
-    hits: Sequence[Hit], facts: Sequence[Fact], failure_rules: frozenset[str]
-) -> list[Hit]:
-    """`hits` less the failure lines the run went on from (`gone_past`)."""
-    return _less(hits, gone_past(hits, facts, failure_rules))
-
-
-def _less(hits: Sequence[Hit], past: Sequence[Hit]) -> list[Hit]:
-    gone = {(h.path, h.lineno, h.rule_id) for h in past}
-    return [h for h in hits if (h.path, h.lineno, h.rule_id) not in gone]
-
-
 def without_ending(
     facts: Sequence[Fact],
     hits: Sequence[Hit],
@@ -146,7 +134,8 @@ def without_ending(
     )
     lasts = _last_lines(facts, kinds)
     past = gone_past(hits, facts, failure_rules)
-    live = _less(hits, past)
+    gone = set(past)
+    live = [h for h in hits if h not in gone]
     if (state := running_state(facts)) is not None:
         return Assessment(
             ending=Ending.UNKNOWN,
