@@ -39,6 +39,41 @@ class PoisonJob(WorkerPlugin):
             job_module.analyze_job = self.original
 
 
+class HoldOnOneWorker(WorkerPlugin):
+    """On the worker process `pid` only: no job starts its analysis until `seconds` after
+    the plugin arrived, so that worker surely holds a batch when a test kills it (its
+    replacement, a new process, runs at full speed). Not killed, it finishes them late."""
+
+    name = "crashlens-hold-on-one-worker"
+
+    def __init__(self, pid: int, seconds: float) -> None:
+        self.pid = pid
+        self.seconds = seconds
+        self.original: Any = None
+
+    def setup(self, worker: Any) -> None:
+        if os.getpid() != self.pid:
+            return
+        import time
+
+        from crashlens.batch import job as job_module
+
+        original = self.original = job_module.analyze_job
+        until = time.monotonic() + self.seconds
+
+        def analyze(job: Any, root: str, backend: str = "auto") -> Any:
+            time.sleep(max(0.0, until - time.monotonic()))
+            return original(job, root, backend)
+
+        job_module.analyze_job = analyze
+
+    def teardown(self, worker: Any) -> None:
+        from crashlens.batch import job as job_module
+
+        if self.original is not None:
+            job_module.analyze_job = self.original
+
+
 def pretend_code(digest: str) -> None:
     """Run on a worker: report `digest` as the crashlens code it loaded (a worker started
     before an upgrade)."""

@@ -100,6 +100,8 @@ def test_dask_on_the_command_line(tmp_path: Path, cluster: str) -> None:
 
 
 def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(tmp_path: Path, cluster: str) -> None:
+    from dask_helpers import HoldOnOneWorker
+
     root = generated_archive(tmp_path / "archive", 240)
     jobs = list(discover_jobs(root))
     local = scan_archive(ScanOptions(root=root, out=tmp_path / "local", workers=2)).rows
@@ -110,12 +112,19 @@ def test_a_worker_killed_mid_scan_loses_and_doubles_nothing(tmp_path: Path, clus
     rows: list[JobRow] = []
     killed = None
     with distributed.Client(scheduler_file=cluster, timeout=60) as watcher:
-        victim = sorted(watcher.run(os.getpid).items())[0][1]
-        for row in engine.run(jobs):
-            rows.append(row)
-            if killed is None:  # the first batch is back: both workers are busy
-                os.kill(victim, signal.SIGKILL)
-                killed = victim
+        address, victim = sorted(watcher.run(os.getpid).items())[0]
+        # The victim's jobs wait before they run, so it still holds a batch when it dies
+        # (4-job tasks are fast: on a loaded machine it once had none left, nothing to retry).
+        watcher.register_plugin(HoldOnOneWorker(victim, 20.0))
+        try:
+            for row in engine.run(jobs):
+                rows.append(row)
+                # killed once the scheduler shows the victim running a batch
+                if killed is None and watcher.processing(workers=[address])[address]:
+                    os.kill(victim, signal.SIGKILL)
+                    killed = victim
+        finally:
+            watcher.unregister_worker_plugin(HoldOnOneWorker.name)
         watcher.wait_for_workers(2, timeout=120)  # the nanny brought it back
     assert killed is not None
     assert engine.retried > 0  # the dead worker's batches ran again, one job per task
