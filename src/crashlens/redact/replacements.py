@@ -542,6 +542,8 @@ _SECRET_NAME_END = (
 _IPV6_GATE = (
     rb"::|[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:[0-9a-f]{1,4}:"
 )
+_CONN_NAMES = rb"(?:user id|userid|uid|username|user|server|data source|address|addr|accountname)"
+"""The names CONN_STRING's gates look for (`address` also stands for `network address`)."""
 _BASE64 = b"abcdefghijklmnopqrstuvwxyz0123456789+/"
 """HIGH_ENTROPY's characters as the folded text has them: its gate is a run of 40."""
 
@@ -589,8 +591,11 @@ REPLACEMENTS: Final = (
         "user",
         p.CONN_STRING,
         _conn_string,
-        rb"(?:user id|userid|uid|username|user|server|data source|address|addr|accountname)"
-        rb"\s*=[^;\n]*;",
+        # `re` scanned the rest of the line again from each name with no `;` after it
+        # (quadratic on `user=a user=a ...`): it looks 128 characters on (a longer value is
+        # proposed as it is) and stays on the name's line; Hyperscan keeps the unbounded gate
+        _CONN_NAMES + rb"[^\S\n]*=(?:[^;\n]{0,128};|[^;\n]{129})",
+        sharp_gate=_CONN_NAMES + rb"\s*=[^;\n]*;",
     ),
     Replacement(
         "account",
