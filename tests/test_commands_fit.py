@@ -72,3 +72,17 @@ def test_the_check_catches_a_word_too_long_for_any_line() -> None:
     long_word = "python -c " + '"' + "x" * REST + '"'
     assert _too_wide(long_word)
     assert not _too_wide("echo " + " ".join(["word"] * 40))
+
+
+def test_a_command_that_fits_only_without_its_operator_keeps_the_operator_behind() -> None:
+    # `&& python -c "..."` is one cell too wide for a line of its own; `python -c "..."` is not.
+    # The operator ends the line before (`a && \`), so the program keeps its `-c` argument.
+    second = 'python -c "import torch as t; print(t.cuda.get_device_capability())"'
+    first = 'python -c "import torch as t; print(t.cuda.get_arch_list())"'
+    rows = shell_lines(f"{first} && {second}", FIRST, len(second) + len(CONTINUATION))
+    assert rows == [f"{first} &&{CONTINUATION}", second]
+
+
+def test_a_segment_that_fits_a_line_of_its_own_still_starts_with_its_operator() -> None:
+    rows = shell_lines("echo one two three && echo four", 24, 24)
+    assert rows == [f"echo one two three{CONTINUATION}", "&& echo four"]

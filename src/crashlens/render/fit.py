@@ -209,8 +209,21 @@ def _pack(words: list[str], first: int, rest: int) -> list[list[str]]:
     for segment in _segments(words):
         line = " ".join(lines[-1])
         joined = " ".join(segment)
-        if lines[-1] and cell_len(f"{line} {joined}") > room() and cell_len(joined) <= rest:
-            lines.append([])  # the segment fits a line of its own: start one
+        if lines[-1] and cell_len(f"{line} {joined}") > room():
+            operand = " ".join(segment[1:])
+            if cell_len(joined) <= rest:
+                lines.append([])  # the segment fits a line of its own: start one
+            elif (
+                segment[0] in _OPERATORS
+                and len(segment) > 1
+                and cell_len(operand) <= rest
+                and cell_len(f"{line} {segment[0]}") <= room()
+            ):
+                # Only without its operator does the command fit a line: the operator ends
+                # this line (`a && \`), so `python -c "..."` is not cut after `python`.
+                lines[-1].append(segment[0])
+                lines.append([])
+                segment = segment[1:]
         for word in segment:
             line = " ".join(lines[-1])
             if lines[-1] and cell_len(f"{line} {word}") > room():
