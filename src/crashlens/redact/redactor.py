@@ -34,6 +34,7 @@ from functools import partial
 
 from crashlens.redact.anchors import Anchored, anchored
 from crashlens.redact.gates import Edit, Gates, Literals, apply_edits, fold, rows_of
+from crashlens.redact.names import names_pattern
 from crashlens.redact.patterns import (
     FILE_SUFFIX,
     KEEP_IPS,
@@ -448,7 +449,8 @@ class Redactor:
         The same for a text of any length (no name holds a newline, so a text writes what its
         lines alone do). With Hyperscan, from its literal matcher (built again only when
         something new was learned): compiling the alternation for thousands of names took
-        longer than redacting megabytes."""
+        longer than redacting megabytes. Without, from that alternation written as a trie
+        (`redact.names`: the flat one tried every name at every place)."""
         literals = self._literals() if self._backend != "python" else None
         if literals is not None:
             tokens = self._learned_tokens
@@ -456,8 +458,7 @@ class Redactor:
                 yield start, end, tokens[index]
             return
         if self._learned_re is None:
-            ordered = sorted(self._learned, key=len, reverse=True)
-            self._learned_re = re.compile(b"|".join(re.escape(t) for t in ordered))
+            self._learned_re = names_pattern(self._learned)
         for match in self._learned_re.finditer(folded):
             yield match.start(), match.end(), match.group(0)
 
