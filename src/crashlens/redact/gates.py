@@ -8,10 +8,10 @@ rows are searched at once over the text folded to lower-case Latin-1 bytes (one 
 character, so byte offsets are character offsets), and a row runs only on the lines its gate
 hit. A gate can also be a `Run` of characters, found with `bytes.translate` and `find`.
 
-Hyperscan (where a wheel exists) searches every gate in one pass; elsewhere each gate is a
-Python `re` over the folded bytes. Both only *propose* lines: the rows' own patterns decide, so
-the two backends redact identically (tests/test_redact_leaks.py checks they propose the same
-lines).
+Hyperscan (where a wheel exists) searches every gate in one pass; elsewhere polars searches
+each gate line by line (Rust's `regex`; a gate it refuses is a Python `re` over the folded
+bytes). Both only *propose* lines: the rows' own patterns decide, so the two backends redact
+identically (tests/test_redact_leaks.py checks they propose the same lines).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 FOLD_ERRORS = "crashlens-fold"
@@ -135,6 +136,10 @@ class Gates:
         self._recorded = [(row, gate) for row, gate in regexes if row in self.recorded]
         self._recorded_database: Any = None
         """Built on first use (a changed line's gates): most short texts never need it."""
+        self._by_line: tuple[list[tuple[int, str]], list[tuple[int, re.Pattern[bytes]]]] | None
+        self._by_line = None
+        """Without Hyperscan: the gates polars searches line by line, and those left to `re`
+        (built on first use)."""
 
     def lines(
         self, folded: bytes, text: str | None = None, ends: dict[int, list[int]] | None = None
@@ -194,7 +199,10 @@ class Gates:
                 for row_ends in ends.values():
                     row_ends.sort()
         else:
-            for row, pattern in self._python:
+            by_polars, by_re = self._line_gates()
+            if by_polars:
+                _lines_by_polars(folded, by_polars, bits, found)
+            for row, pattern in by_re:
                 for match in pattern.finditer(folded):
                     mark(row, match.end())
         for row, table, needle, mixed_case in self._runs:
@@ -216,6 +224,20 @@ class Gates:
             found[first] = found.get(first, 0) | rows
         return found
 
+    def _line_gates(self) -> tuple[list[tuple[int, str]], list[tuple[int, re.Pattern[bytes]]]]:
+        """The regex gates polars takes (as `str` patterns over Latin-1 text), and the rest."""
+        if self._by_line is None:
+            by_polars: list[tuple[int, str]] = []
+            by_re: list[tuple[int, re.Pattern[bytes]]] = []
+            for row, pattern in self._python:
+                line_pattern = _polars_pattern(pattern.pattern)
+                if line_pattern is None:
+                    by_re.append((row, pattern))
+                else:
+                    by_polars.append((row, line_pattern))
+            self._by_line = (by_polars, by_re)
+        return self._by_line
+
     def ends(self, folded: bytes) -> dict[int, list[int]]:
         """Row -> where its gate's matches end in `folded`, ascending, for the rows of
         `recorded` (a line the rows before changed: its gates are found again)."""
@@ -236,6 +258,51 @@ class Gates:
         for row_ends in found.values():
             row_ends.sort()
         return found
+
+
+def _polars_pattern(gate: bytes) -> str | None:
+    """`gate` as polars' `str.contains` takes it, or None where polars is missing or refuses
+    it. Polars searches with Rust's `regex` (linear time, a literal prefilter) over the
+    folded text decoded as Latin-1, one character for each byte: `\\s` there is Unicode's,
+    which within Latin-1 adds NEL and NBSP, and `fold` writes both as a plain space."""
+    try:
+        import polars as pl
+    except ImportError:
+        return None
+    pattern = gate.decode("latin-1")
+    try:
+        pl.Series([""], dtype=pl.String).str.contains(pattern)
+    except Exception:  # noqa: BLE001 - any refusal leaves the gate to `re`
+        return None
+    return pattern
+
+
+def _lines_by_polars(
+    folded: bytes, gates: Sequence[tuple[int, str]], bits: Sequence[int], found: dict[int, int]
+) -> None:
+    """Each gate searched line by line, the lines it matches marked in `found`.
+
+    `re` searched each gate over the whole text from every place (a gate that starts with a
+    class or an alternation costs a try at each byte): 40 gates ran at 2-3 MB/s. A gate is a
+    superset of its row's matches on the same line, so a line where it matches nothing is
+    one the row leaves as it is, whether or not a match over the whole text runs past the
+    line's end (which `re` and Hyperscan also propose)."""
+    import polars as pl
+
+    lines = folded.decode("latin-1").split("\n")
+    series = pl.Series(lines, dtype=pl.String)
+    starts: list[int] | None = None
+    for row, pattern in gates:
+        hits = series.str.contains(pattern).arg_true().to_list()
+        if not hits:
+            continue
+        if starts is None:
+            # each line's start: the lengths of the lines before it, and a newline each
+            starts = list(accumulate(map((1).__add__, map(len, lines)), initial=0))
+        bit = bits[row]
+        for index in hits:
+            start = starts[index]
+            found[start] = found.get(start, 0) | bit
 
 
 def _hyperscan_database(gates: Sequence[tuple[int, bytes]]) -> Any:
