@@ -83,6 +83,12 @@ def _at_starts(pattern: re.Pattern[str], anchor: Anchor) -> Anchored:
     locate, chars = anchor.locate, anchor.chars
 
     def anchored_sub(repl: Repl, line: str, ends: Sequence[int]) -> str:
+        if len(ends) == 1:
+            # one gate match on the line (most lines): one place to try, no bookkeeping
+            found = match_at(line, run_start(line, locate(line, ends[0]) + 1, chars))
+            if found is None:
+                return line
+            return line[: found.start()] + repl(found) + line[found.end() :]
         starts: set[int] = set()
         low, high = 0, -1
         """The last run found: every gate end whose character falls in it gives its start
