@@ -187,14 +187,7 @@ class Gates:
             if ends is not None:
                 for row in self.recorded:
                     found_ends[row] = ends.setdefault(row, [])
-            for row, end in matches:
-                if first <= end - 1 <= last:
-                    rows |= bits[row]
-                else:
-                    mark(row, end)
-                row_ends = found_ends[row]
-                if row_ends is not None:
-                    row_ends.append(end)
+            _mark_matches(matches, folded, bits, found, found_ends)
             if ends is not None:
                 for row_ends in ends.values():
                     row_ends.sort()
@@ -258,6 +251,38 @@ class Gates:
         for row_ends in found.values():
             row_ends.sort()
         return found
+
+
+def _mark_matches(
+    matches: list[tuple[int, int]],
+    folded: bytes,
+    bits: Sequence[int],
+    found: dict[int, int],
+    found_ends: list[list[int] | None],
+) -> None:
+    """What `Gates.lines` marks for each (row, end) of Hyperscan's matches, with every name
+    a local (the loop runs once for each match of a text: `mark`'s shared state costs a cell
+    access each time), and each recorded row's ends in `found_ends`."""
+    rfind, find, size = folded.rfind, folded.find, len(folded)
+    first, last, rows = 0, -1, 0
+    for row, end in matches:
+        at = end - 1
+        if first <= at <= last:
+            rows |= bits[row]
+        else:
+            # as `mark`: the line of the character before `end`, newline after it included
+            if rows:
+                found[first] = found.get(first, 0) | rows
+            first = rfind(b"\n", 0, at if at > 0 else 0) + 1
+            last = find(b"\n", first)
+            if last < 0:
+                last = size
+            rows = bits[row]
+        row_ends = found_ends[row]
+        if row_ends is not None:
+            row_ends.append(end)
+    if rows:
+        found[first] = found.get(first, 0) | rows
 
 
 def _polars_pattern(gate: bytes) -> str | None:
