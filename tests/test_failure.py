@@ -144,6 +144,25 @@ def test_an_uncaught_error_after_the_finish_line_still_fails(tmp_path: Path) -> 
     assert assessed(tmp_path, {"train.log": text}).ending is Ending.DIED
 
 
+def test_a_cause_named_as_the_last_output_after_the_finish_line_still_fails(
+    tmp_path: Path,
+) -> None:
+    # A memory monitor killed the process while it saved the model after its final metrics:
+    # the kill is the log's last output, no traceback follows (SIGKILL leaves none).
+    kill = (
+        "(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: "
+        "1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due "
+        "to other reasons at node (ID: 351e406b196f66bb45eaad02a3b8b4725babfa8cc12949432f7ad7d8, "
+        "IP: 10.0.0.11) over the last time period.\n"
+    )
+    metrics = "{'train_runtime': 10.0, 'epoch': 1.0}\nSaving model checkpoint to /out\n"
+    found = assessed(tmp_path, {"train.log": metrics + kill})
+    assert found.ending is Ending.DIED
+    assert found.sign is not None and found.sign.line == 3
+    # The same line before the finish is something the run went on from.
+    assert assessed(tmp_path, {"train.log": kill + metrics}).ending is Ending.COMPLETED
+
+
 def test_a_running_containers_exit_code_says_nothing(tmp_path: Path) -> None:
     inspect = '[{"State": {"Status": "%s", "Running": %s, "OOMKilled": false, "ExitCode": 0}}]'
     running = assessed(tmp_path, {"inspect.json": inspect % ("running", "true")})

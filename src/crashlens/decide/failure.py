@@ -579,8 +579,9 @@ def _after_exit(death: Sign, exits: Sequence[Sign]) -> bool:
 
 
 def _errors_after_finish(finishes: Sequence[Sign], deaths: Sequence[Sign]) -> list[Sign]:
-    """Deaths that still count after a finish: the log's last output is an error, after the
-    finish line of the same log, and no finalizer printed it."""
+    """Deaths that still count after a finish: the log's last output is an error (a traceback,
+    an error of the catalogs, a line a rule names as a cause: a memory monitor's kill of the
+    final save), after the finish line of the same log, and no finalizer printed it."""
     last_finish = {
         s.fact.path: max(f.fact.lineno or 0 for f in finishes if f.fact.path == s.fact.path)
         for s in finishes
@@ -589,8 +590,10 @@ def _errors_after_finish(finishes: Sequence[Sign], deaths: Sequence[Sign]) -> li
         s
         for s in deaths
         if (
-            s.fact.key == "log.ends_with"
-            and s.fact.value in ("traceback", "exception")
+            (
+                (s.fact.key == "log.ends_with" and s.fact.value in ("traceback", "exception"))
+                or (s.fact.key == "log.last_line" and s.kind == "traceback")
+            )
             and s.fact.attr("teardown") is not True
             and (s.fact.lineno or 0) > last_finish.get(s.fact.path, 1 << 62)
         )
