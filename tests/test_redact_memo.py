@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from crashlens.redact import Redactor
+from crashlens.redact import patterns as p
 from crashlens.redact.gates import Gates, Run, fold
 
 JOB = [
@@ -109,3 +110,34 @@ def test_a_long_text_kept_whole_or_remembered_by_digest_writes_the_same(
     assert digested.mapping() == kept.mapping()
     written = kept.text(big)
     assert "trn-h100" not in written and "carol" not in written and "abcdefgh" not in written
+
+
+def test_the_base64_gate_leaves_out_paths() -> None:
+    """A run whose parts between slashes are all short is a path `_entropy` keeps: the
+    gate with `part` does not propose it; a blob with a long part, or with no slash, it does."""
+    gates = Gates([Run(b"abcdefghijklmnopqrstuvwxyz0123456789+/", 40, mixed_case=True, part=24)])
+    path = "at /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1"
+    blob = "sent Zm9vYmFyQmF6UXV4MTIzNDU2Nzg5MGFi/Y2RlZmdoaWprbG1ub3A="
+    bare = "sent Zm9vYmFyQmF6UXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3A="
+    text = f"{path}\n{blob}\n{bare}"
+    assert gates.lines(fold(text), text) == {len(path) + 1: 1, len(path) + len(blob) + 2: 1}
+    for line in (path, blob, bare):
+        assert Redactor().text(line) == Redactor(backend="python").text(line)
+    assert "Zm9vYmFy" not in Redactor().text(blob) and path in Redactor().text(path)
+
+
+def test_the_curl_user_gate_asks_for_a_user_and_password() -> None:
+    pytest.importorskip("hyperscan")
+    from crashlens.redact.redactor import _LINE_ROWS, gates
+
+    row = next(index for index, row in enumerate(_LINE_ROWS) if row.pattern is p.CURL_USER)
+    for line, proposed in (
+        ("/opt/conda/bin/python3 -u -m deepspeed.launcher --world_info=x", False),
+        ("sort -u names.txt | uniq", False),
+        ("curl -u carol:hunter2 https://x", True),
+        ("curl --user 'carol:hunter2' https://x", True),
+        ("curl --username=carol:hunter2", True),
+    ):
+        assert bool(gates().lines(fold(line)).get(0, 0) >> row & 1) is proposed, line
+        assert Redactor().text(line) == Redactor(backend="python").text(line)
+    assert "carol" not in Redactor().text("curl -u carol:hunter2 https://x")

@@ -90,6 +90,9 @@ class Run:
     mixed_case: bool = False
     """Only runs that hold an upper-case and a lower-case letter in the text itself (given
     to `Gates.lines`): a hex digest or a lower-case name is all one case."""
+    part: int = 0
+    """Only runs with `part` bytes in a row between slashes, where set: a path's names are
+    shorter (`/opt/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL` is one run)."""
 
     def table(self) -> bytes:
         """Maps `chars` to 1 and every other byte to 0."""
@@ -117,7 +120,7 @@ class Gates:
         regexes = [(row, gate) for row, gate in enumerate(self._gates) if isinstance(gate, bytes)]
         self._python = tuple((row, re.compile(gate, re.MULTILINE)) for row, gate in regexes)
         self._runs = tuple(
-            (row, gate.table(), b"\x01" * gate.length, gate.mixed_case)
+            (row, gate.table(), b"\x01" * gate.length, gate.mixed_case, gate.part)
             for row, gate in enumerate(self._gates)
             if isinstance(gate, Run)
         )
@@ -198,14 +201,14 @@ class Gates:
             for row, pattern in by_re:
                 for match in pattern.finditer(folded):
                     mark(row, match.end())
-        for row, table, needle, mixed_case in self._runs:
+        for row, table, needle, mixed_case, part in self._runs:
             marked = folded.translate(table)
             at = marked.find(needle)
             while at >= 0:
-                if mixed_case and text is not None:
+                cased = text if mixed_case else None
+                if cased is not None or part:
                     stop = marked.find(b"\x00", at)
-                    run = text[at : stop if stop >= 0 else size]
-                    if run.lower() == run or run.upper() == run:
+                    if _left_alone(folded, cased, at, stop if stop >= 0 else size, part):
                         at = marked.find(needle, stop) if stop >= 0 else -1
                         continue
                 mark(row, at + len(needle))
@@ -251,6 +254,16 @@ class Gates:
         for row_ends in found.values():
             row_ends.sort()
         return found
+
+
+def _left_alone(folded: bytes, text: str | None, start: int, end: int, part: int) -> bool:
+    """Whether a `Run` gate's run (`start`-`end`) is one its row leaves as it is: all one
+    case in `text` (where given), or, with `part`, no `part` bytes in a row between slashes."""
+    if text is not None:
+        run = text[start:end]
+        if run.lower() == run or run.upper() == run:
+            return True
+    return part > 0 and max(map(len, folded[start:end].split(b"/"))) < part
 
 
 def _mark_matches(

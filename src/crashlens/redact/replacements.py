@@ -584,8 +584,9 @@ REPLACEMENTS: Final = (
         _cli_flag,
         _SECRET_NAME_END + rb"(?:=|\s)",
     ),
-    # `_entropy` writes only a run with upper- and lower-case letters (15% of each)
-    Replacement("secret", p.HIGH_ENTROPY, _entropy, Run(_BASE64, 40, mixed_case=True)),
+    # `_entropy` writes only a run with upper- and lower-case letters (15% of each) and,
+    # where it holds a `/`, a part of 24 or more between slashes (else it is a path)
+    Replacement("secret", p.HIGH_ENTROPY, _entropy, Run(_BASE64, 40, mixed_case=True, part=24)),
     Replacement("email", p.EMAIL, _email, rb"@[a-z0-9-]+\."),
     Replacement(
         "user",
@@ -672,7 +673,15 @@ REPLACEMENTS: Final = (
         rb"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]",
         anchor=a.IPV4,
     ),
-    Replacement("user", p.CURL_USER, _curl_user, rb"\s-u|--user"),
+    Replacement(
+        "user",
+        p.CURL_USER,
+        _curl_user,
+        rb"\s-u|--user",
+        # Hyperscan also asks for the `user:password` after the flag (`python -u` and
+        # `sort -u` proposed every line that held them; `re` keeps the short gate)
+        sharp_gate=rb"(?:\s-u\s*|--user(?:name)?[= ])[\"']?[^\s:\"']+:[^\s\"']",
+    ),
     Replacement(
         "user",
         p.HOME,
