@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from crashlens.model import Fact, Line
 from crashlens.parsers.base import fact
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS, parse_exception
+from crashlens.parsers.launcher.teardown import FEEDER_PIPE, QUEUE_CANCELLED
 from crashlens.parsers.launcher.teardown import FRAMES as TEARDOWN_FRAMES
-from crashlens.parsers.launcher.teardown import QUEUE_CANCELLED
 
 TRACEBACK_HEADER = re.compile(
     r"Traceback \(most recent call last\):|^[ \t]*File \"[^\"\n]+\", line [0-9]+"
@@ -304,7 +304,8 @@ def _teardown(block: Sequence[str]) -> str | None:
     """Whether the traceback that ends `block` was one the process reports and goes on from:
     `thread` (a thread's exception), `shutdown` (at interpreter exit), `finalizer` (a
     `__del__` or weakref callback's exception, which Python ignores), `cancelled` (a
-    TensorFlow queue operation cancelled as its queue or session closed)."""
+    TensorFlow queue operation cancelled as its queue or session closed), `handled` (a
+    multiprocessing queue feeder's broken pipe, which it prints and goes on from)."""
     headers = [i for i, t in enumerate(block) if "Traceback (most recent call last)" in t]
     start = max(headers[-1] - 1, 0) if headers else max(len(block) - 4, 0)
     own = block[start:]
@@ -319,4 +320,8 @@ def _teardown(block: Sequence[str]) -> str | None:
     for kind, frame in TEARDOWN_FRAMES:
         if kind == "thread" and any(frame.search(t) for t in own):
             return "thread"  # its outermost frame, where the announcing line was lost
+        if kind == "feeder" and any(frame.search(t) for t in own):
+            # multiprocessing's queue feeder caught and printed it; a broken pipe only is
+            # harmless to it (`teardown.py`), other errors lost the item being sent
+            return "handled" if any(FEEDER_PIPE.search(t) for t in own) else None
     return None

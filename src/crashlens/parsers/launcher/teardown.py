@@ -22,7 +22,15 @@ CPython prints some tracebacks and carries on, so their exception ends nothing:
 * `handled`: `Exception in user code:` and a dashed rule head the traceback: the idiom of the
   `traceback` module's documentation for an `except` block that prints the exception and
   goes on (`print("-" * 60)`, `traceback.print_exc()`), which libraries copy (visdom's client
-  prints it for every event it fails to send).
+  prints it for every event it fails to send). multiprocessing's queue feeder thread does
+  the same: `Queue._feed` catches what sending an item raised and prints it
+  (`_on_queue_feeder_error`: `traceback.print_exc()`), so a frame `in _feed` of
+  `multiprocessing/queues.py` is the outermost frame of such a report and of no other
+  traceback, and the feeder's process goes on (Python 3.8+ goes on to the next item). Only
+  its `BrokenPipeError` is `handled`: the reading end was closed, the consumer had exited or
+  closed it. Any other exception there lost the item (a tensor that could not be written to
+  a full /dev/shm as it was pickled: `unable to write to file </torch_...>`) and the consumer
+  waits for it: an ordinary failure.
 
 `TeardownTracker` follows the anchor lines of a traceback (its header, the lines that head or
 frame such a report, a chained traceback's separator) and says, when the exception line that
@@ -46,8 +54,11 @@ FRAMES = (
     ("finalizer", re.compile(r", in (?:__del__|_run_finalizers)[ \t]*$")),
     ("shutdown", re.compile(r", in _run_exitfuncs[ \t]*$")),
     ("thread", re.compile(r"threading\.py\", line [0-9]+, in _bootstrap_inner[ \t]*$")),
+    ("feeder", re.compile(r"multiprocessing[/\\]queues\.py\", line [0-9]+, in _feed[ \t]*$")),
 )
 """Frames that show, inside a traceback, that Python reports and ignores its exception."""
+FEEDER_PIPE = re.compile(r"^[ \t]*BrokenPipeError: \[Errno 32\]")
+"""The queue feeder's send to a pipe whose reading end is closed (see `feeder` above)."""
 QUEUE_CANCELLED = re.compile(r"CancelledError: Enqueue[A-Za-z]* operation was cancelled")
 """TensorFlow's error for an enqueue cancelled by the queue's or the session's close
 (`tf.errors.CancelledError`): a training loop's feeder thread ending as the loop stops."""
@@ -57,9 +68,9 @@ CHAIN = re.compile(
 )
 ANCHOR = (
     r"Exception in thread [^\n]*:|Exception ignored in|Exception in user code:"
-    r"|, in (?:__del__|_run_finalizers|_run_exitfuncs|_bootstrap_inner)"
+    r"|, in (?:__del__|_run_finalizers|_run_exitfuncs|_bootstrap_inner|_feed)"
     r"|During handling of the above exception"
-    r"|CancelledError: Enqueue[A-Za-z]* operation was cancelled"
+    r"|CancelledError: Enqueue[A-Za-z]* operation was cancelled|BrokenPipeError: \[Errno 32\]"
     r"|The above exception was the direct cause|Traceback \(most recent call last\)"
 )
 """The scan pattern of every line the tracker reads (line-safe)."""
@@ -98,6 +109,8 @@ class TeardownTracker:
             # thread's cancelled enqueue is that thread ending as the loop stops, not a
             # thread dying of an error
             self.kind = "cancelled"
+        if self.kind == "feeder" and FEEDER_PIPE.search(text):
+            self.kind = "handled"  # the exception line: the feeder's reader had gone
 
     def _opened(self, lineno: int | None) -> str | None:
         if lineno is None:
@@ -113,5 +126,7 @@ class TeardownTracker:
     def close(self) -> str | None:
         """An exception line closed the traceback: its teardown kind (None: ordinary)."""
         kind, self.kind = self.kind, None
+        if kind == "feeder":
+            kind = None  # a feeder's other errors lost an item: an ordinary traceback
         self.previous = kind
         return kind
