@@ -76,3 +76,14 @@ def test_a_gate_polars_refuses_is_left_to_re(monkeypatch: pytest.MonkeyPatch) ->
     text = "see https://carol@example.com/x and token=abcdefghij"
     assert gates.lines(fold(text), text) == Gates(GATES, backend="python").lines(fold(text), text)
     assert Redactor(backend="python").text(text) == Redactor().text(text)
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 4096])
+def test_a_long_text_goes_to_polars_in_blocks_of_lines(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [EDGES, EDGES + "\n", "\n" + EDGES, "\n\n", "no newline at all " * 40]
+    whole = Gates(GATES, backend="python")
+    expected = [whole.lines(fold(text), text) for text in texts]
+    monkeypatch.setattr(module, "_POLARS_BLOCK", block)
+    assert [whole.lines(fold(text), text) for text in texts] == expected

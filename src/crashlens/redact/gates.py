@@ -315,6 +315,10 @@ def _polars_pattern(gate: bytes) -> str | None:
     return pattern
 
 
+_POLARS_BLOCK = 4 * 1024 * 1024
+"""Bytes of a text polars takes at a time (its lines held twice, as `str` and in a Series)."""
+
+
 def _lines_by_polars(
     folded: bytes, gates: Sequence[tuple[int, str]], bits: Sequence[int], found: dict[int, int]
 ) -> None:
@@ -324,23 +328,30 @@ def _lines_by_polars(
     class or an alternation costs a try at each byte): 40 gates ran at 2-3 MB/s. A gate is a
     superset of its row's matches on the same line, so a line where it matches nothing is
     one the row leaves as it is, whether or not a match over the whole text runs past the
-    line's end (which `re` and Hyperscan also propose)."""
+    line's end (which `re` and Hyperscan also propose). A long text goes in blocks of whole
+    lines."""
     import polars as pl
 
-    lines = folded.decode("latin-1").split("\n")
-    series = pl.Series(lines, dtype=pl.String)
-    starts: list[int] | None = None
-    for row, pattern in gates:
-        hits = series.str.contains(pattern).arg_true().to_list()
-        if not hits:
-            continue
-        if starts is None:
-            # each line's start: the lengths of the lines before it, and a newline each
-            starts = list(accumulate(map((1).__add__, map(len, lines)), initial=0))
-        bit = bits[row]
-        for index in hits:
-            start = starts[index]
-            found[start] = found.get(start, 0) | bit
+    offset, size = 0, len(folded)
+    while True:
+        cut = folded.find(b"\n", offset + _POLARS_BLOCK) if size - offset > _POLARS_BLOCK else -1
+        lines = folded[offset : cut if cut >= 0 else size].decode("latin-1").split("\n")
+        series = pl.Series(lines, dtype=pl.String)
+        starts: list[int] | None = None
+        for row, pattern in gates:
+            hits = series.str.contains(pattern).arg_true().to_list()
+            if not hits:
+                continue
+            if starts is None:
+                # each line's start: the lengths of the lines before it, and a newline each
+                starts = list(accumulate(map((1).__add__, map(len, lines)), initial=offset))
+            bit = bits[row]
+            for index in hits:
+                start = starts[index]
+                found[start] = found.get(start, 0) | bit
+        if cut < 0:
+            return
+        offset = cut + 1
 
 
 def _hyperscan_database(gates: Sequence[tuple[int, bytes]]) -> Any:
