@@ -39,12 +39,19 @@ def _texts() -> list[str]:
     return [EDGES, *(path.read_bytes().decode("utf-8", "surrogateescape") for path in paths)]
 
 
+def test_a_short_text_goes_to_re() -> None:
+    gates = Gates(GATES, backend="python")
+    text = "MASTER_ADDR=trn-h100-031 password=hunter2xyz\n" * 10
+    assert gates.lines(fold(text), text) and gates._by_line is None  # polars never asked
+
+
 def test_polars_takes_every_gate() -> None:
     by_polars, by_re = Gates(GATES, backend="python")._line_gates()
     assert len(by_polars) == sum(isinstance(gate, bytes) for gate in GATES) and not by_re
 
 
 def test_polars_proposes_the_lines_re_proposes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(module, "_POLARS_FROM", 0)
     by_line = Gates(GATES, backend="python")
     monkeypatch.setattr(module, "_polars_pattern", lambda gate: None)
     by_text = Gates(GATES, backend="python")
@@ -66,6 +73,7 @@ def test_polars_proposes_the_lines_re_proposes(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_gate_polars_refuses_is_left_to_re(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(module, "_POLARS_FROM", 0)
     refused = GATES[0]
     real = module._polars_pattern
     monkeypatch.setattr(
@@ -82,6 +90,7 @@ def test_a_gate_polars_refuses_is_left_to_re(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_long_text_goes_to_polars_in_blocks_of_lines(
     block: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(module, "_POLARS_FROM", 0)
     texts = [EDGES, EDGES + "\n", "\n" + EDGES, "\n\n", "no newline at all " * 40]
     whole = Gates(GATES, backend="python")
     expected = [whole.lines(fold(text), text) for text in texts]

@@ -195,10 +195,12 @@ class Gates:
                 for row_ends in ends.values():
                     row_ends.sort()
         else:
-            by_polars, by_re = self._line_gates()
-            if by_polars:
-                _lines_by_polars(folded, by_polars, bits, found)
-            for row, pattern in by_re:
+            searched: Sequence[tuple[int, re.Pattern[bytes]]] = self._python
+            if len(folded) >= _POLARS_FROM:
+                by_polars, searched = self._line_gates()
+                if by_polars:
+                    _lines_by_polars(folded, by_polars, bits, found)
+            for row, pattern in searched:
                 for match in pattern.finditer(folded):
                     mark(row, match.end())
         for row, table, needle, mixed_case, part in self._runs:
@@ -315,6 +317,9 @@ def _polars_pattern(gate: bytes) -> str | None:
     return pattern
 
 
+_POLARS_FROM = 64 * 1024
+"""Texts this long go to polars: a call costs it ~7 ms whatever the length (`re` takes
+that long over ~25 KB), and `redact_report` writes many short texts."""
 _POLARS_BLOCK = 4 * 1024 * 1024
 """Bytes of a text polars takes at a time (its lines held twice, as `str` and in a Series)."""
 
