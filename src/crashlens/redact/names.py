@@ -23,17 +23,33 @@ _MAX_NESTING = 64
 take the flat alternation: `re` parses nested groups recursively."""
 
 
+_FEW_NAMES = 32
+"""Up to this many names the flat alternation is kept: `re` trying a few names at each place
+costs little, and building the trie walks every byte of every name in Python (a single
+hostile 32 KiB name took 15 ms to build against 0.2 ms to redact a 2 KiB line)."""
+
+
 def names_pattern(names: Collection[bytes]) -> re.Pattern[bytes]:
-    """What one alternation of `names` (longest first) finds, as a trie where that is
-    shallow enough, else that alternation itself."""
+    """What one alternation of `names` (longest first) finds, as a trie where there are many
+    names and the trie is shallow enough, else that alternation itself."""
+    trie = trie_pattern(names) if len(names) > _FEW_NAMES else None
+    return trie if trie is not None else _alternation(names)
+
+
+def trie_pattern(names: Collection[bytes]) -> re.Pattern[bytes] | None:
+    """`names` written as a trie (what their alternation finds), or None where the groups
+    would nest deeper than `_MAX_NESTING`."""
     trie: Trie = {}
     for name in names:
         node = trie
         for byte in name:
             node = node.setdefault(byte, {})
         node[_END] = {}
-    if _nesting(trie) <= _MAX_NESTING:
-        return re.compile(_written(trie))
+    return re.compile(_written(trie)) if _nesting(trie) <= _MAX_NESTING else None
+
+
+def _alternation(names: Collection[bytes]) -> re.Pattern[bytes]:
+    """The flat alternation, longest name first (the longest name at a place is found)."""
     ordered = sorted(names, key=len, reverse=True)
     return re.compile(b"|".join(re.escape(name) for name in ordered))
 
