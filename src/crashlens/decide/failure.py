@@ -219,7 +219,7 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
         teardown = []
     runs = [s for s in finishes if s.kind == "completed"]
     if runs:
-        after = _errors_after_finish(runs, deaths)
+        after = _errors_after_finish(runs, deaths, facts)
         if not after:
             return _completed(runs, _alarms(deaths + stops, hits))
         deaths = after
@@ -578,10 +578,19 @@ def _after_exit(death: Sign, exits: Sequence[Sign]) -> bool:
     )
 
 
-def _errors_after_finish(finishes: Sequence[Sign], deaths: Sequence[Sign]) -> list[Sign]:
+def _errors_after_finish(
+    finishes: Sequence[Sign], deaths: Sequence[Sign], facts: Sequence[Fact]
+) -> list[Sign]:
     """Deaths that still count after a finish: the log's last output is an error (a traceback,
     an error of the catalogs, a line a rule names as a cause: a memory monitor's kill of the
     final save), after the finish line of the same log, and no finalizer printed it."""
+    # A finalizer's or a thread's exception line (any report the process goes on from) is the
+    # last output of many finished runs; the rules and the catalogs read causes in it too.
+    reported = {
+        (f.path, f.lineno)
+        for f in facts
+        if f.key in ("python.exception", "log.ends_with") and f.attr("teardown") is not None
+    }
     last_finish = {
         s.fact.path: max(f.fact.lineno or 0 for f in finishes if f.fact.path == s.fact.path)
         for s in finishes
@@ -592,9 +601,12 @@ def _errors_after_finish(finishes: Sequence[Sign], deaths: Sequence[Sign]) -> li
         if (
             (
                 (s.fact.key == "log.ends_with" and s.fact.value in ("traceback", "exception"))
-                or (s.fact.key == "log.last_line" and s.kind == "traceback")
+                or (
+                    s.fact.key == "log.last_line"
+                    and s.kind == "traceback"
+                    and (s.fact.path, s.fact.lineno) not in reported
+                )
             )
-            and s.fact.attr("teardown") is not True
             and (s.fact.lineno or 0) > last_finish.get(s.fact.path, 1 << 62)
         )
         or _final_record(s)

@@ -1,0 +1,71 @@
+"""A report the process went on from, printed after the finish line, fails nothing.
+
+`decide.failure` counts the log's last output after the finish line as a death when a rule
+names it as a cause or the catalogs know it (a memory monitor's kill of the final save). An
+exception that a finalizer or a thread printed (`Exception ignored in:`, `Exception in
+thread`) is the last output of many finished runs as the interpreter tears down their
+objects: its exception line is no death, whatever a rule or a catalog reads in it, as the same
+traceback's `log.ends_with` is none.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashlens.decide.failure import assess
+from crashlens.model import Ending
+from crashlens.pipeline import analyze_inputs
+
+FINISHED = (
+    "{'train_runtime': 5123.4, 'train_samples_per_second': 12.3, 'train_loss': 0.4412, "
+    "'epoch': 3.0}\n"
+    "Training completed. Do not forget to share your model on huggingface.co/models =)\n"
+)
+FINALIZER = (
+    "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f3c2c1d5ea0>\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", '
+    "line 1479, in __del__\n"
+    "    self._shutdown_workers()\n"
+)
+THREAD = (
+    "Exception in thread Thread-7 (_push):\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.10/threading.py", line 1016, in _bootstrap_inner\n'
+    "    self.run()\n"
+    '  File "/srv/upload.py", line 40, in _push\n'
+    "    urllib.request.urlopen(url)\n"
+)
+RESOLUTION = (
+    "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>\n"
+)
+"""A rule names it as a cause (network-name-resolution)."""
+CUDA_OOM = "RuntimeError: CUDA error: out of memory\n"
+"""The CUDA error catalog knows it (cudaErrorMemoryAllocation)."""
+
+
+def _ending(tmp_path: Path, text: str) -> Ending:
+    (tmp_path / "train.log").write_text(text, encoding="utf-8")
+    return assess(analyze_inputs([str(tmp_path)])).ending
+
+
+@pytest.mark.parametrize("report", [FINALIZER, THREAD], ids=["finalizer", "thread"])
+@pytest.mark.parametrize("error", [RESOLUTION, CUDA_OOM], ids=["rule", "catalog"])
+def test_a_report_gone_on_from_after_the_finish_line_is_no_death(
+    tmp_path: Path, report: str, error: str
+) -> None:
+    assert _ending(tmp_path, FINISHED + report + error) is Ending.COMPLETED
+
+
+@pytest.mark.parametrize("error", [RESOLUTION, CUDA_OOM], ids=["rule", "catalog"])
+def test_the_same_line_uncaught_after_the_finish_line_still_fails(
+    tmp_path: Path, error: str
+) -> None:
+    uncaught = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/train.py", line 212, in <module>\n'
+        "    trainer.save_model()\n"
+    )
+    assert _ending(tmp_path, FINISHED + uncaught + error) is Ending.DIED
