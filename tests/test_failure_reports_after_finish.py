@@ -69,3 +69,34 @@ def test_the_same_line_uncaught_after_the_finish_line_still_fails(
         "    trainer.save_model()\n"
     )
     assert _ending(tmp_path, FINISHED + uncaught + error) is Ending.DIED
+
+
+WANDB_UPLOAD = (
+    "wandb: ERROR Error while calling W&B API: HTTPSConnectionPool(host='api.wandb.ai', "
+    'port=443): Max retries exceeded (Caused by NameResolutionError("Failed to resolve '
+    "'api.wandb.ai' ([Errno -3] Temporary failure in name resolution)\"))\n"
+)
+PEER_TEARDOWN = (
+    "node-01:1234:1290 [0] NET/IB : Got completion from peer 10.0.0.12<46127> with status=12 "
+    "opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.11\n"
+)
+RAY_KILL = (
+    "(raylet) Memory on the node (IP: 10.0.0.11, ID: 3c1f0a) where the task (actor ID: 9ad2, "
+    "name=Worker.__init__, pid=4411) was running was 230.54GB / 240.00GB (0.96), which "
+    "exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 5e1b) because "
+    "it was the most recently scheduled task\n"
+)
+
+
+@pytest.mark.parametrize("line", [WANDB_UPLOAD, PEER_TEARDOWN], ids=["upload", "peer"])
+def test_a_network_error_as_the_last_output_after_the_finish_line_is_no_death(
+    tmp_path: Path, line: str
+) -> None:
+    # The work is done: an upload failing or a peer's teardown does not undo it.
+    assert _ending(tmp_path, FINISHED + line) is Ending.COMPLETED
+
+
+def test_a_memory_kill_as_the_last_output_after_the_finish_line_still_fails(
+    tmp_path: Path,
+) -> None:
+    assert _ending(tmp_path, FINISHED + RAY_KILL) is Ending.DIED

@@ -60,6 +60,7 @@ from crashlens.match.catalogs import load_catalogs
 from crashlens.match.rules import Rule, rule_index, shipped_rules
 from crashlens.model import (
     Assessment,
+    Category,
     Ending,
     Fact,
     FactValue,
@@ -219,7 +220,7 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
         teardown = []
     runs = [s for s in finishes if s.kind == "completed"]
     if runs:
-        after = _errors_after_finish(runs, deaths, facts)
+        after = _errors_after_finish(runs, deaths, facts, hits)
         if not after:
             return _completed(runs, _alarms(deaths + stops, hits))
         deaths = after
@@ -579,7 +580,7 @@ def _after_exit(death: Sign, exits: Sequence[Sign]) -> bool:
 
 
 def _errors_after_finish(
-    finishes: Sequence[Sign], deaths: Sequence[Sign], facts: Sequence[Fact]
+    finishes: Sequence[Sign], deaths: Sequence[Sign], facts: Sequence[Fact], hits: Sequence[Hit]
 ) -> list[Sign]:
     """Deaths that still count after a finish: the log's last output is an error (a traceback,
     an error of the catalogs, a line a rule names as a cause: a memory monitor's kill of the
@@ -591,6 +592,15 @@ def _errors_after_finish(
         for f in facts
         if f.key in ("python.exception", "log.ends_with") and f.attr("teardown") is not None
     }
+    # Once the finish line is printed the work is done: a network error after it is a peer's
+    # teardown (NCCL's remote-process-exited, an IB completion error) or an upload (W&B, the
+    # Hub), not the run failing; a memory kill of the final save, a failed write or a device
+    # error still is. A line every cause of which is network does not count by this route.
+    causes: dict[tuple[str, int | None], set[Category]] = {}
+    for hit in hits:
+        if not hit.against:
+            causes.setdefault((hit.path, hit.lineno), set()).add(hit.category)
+    network_only = {line for line, found in causes.items() if found == {Category.NETWORK}}
     last_finish = {
         s.fact.path: max(f.fact.lineno or 0 for f in finishes if f.fact.path == s.fact.path)
         for s in finishes
@@ -605,6 +615,7 @@ def _errors_after_finish(
                     s.fact.key == "log.last_line"
                     and s.kind == "traceback"
                     and (s.fact.path, s.fact.lineno) not in reported
+                    and (s.fact.path, s.fact.lineno) not in network_only
                 )
             )
             and (s.fact.lineno or 0) > last_finish.get(s.fact.path, 1 << 62)
