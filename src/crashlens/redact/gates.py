@@ -206,8 +206,8 @@ class Gates:
         for row, table, needle, mixed_case, part in self._runs:
             marked = folded.translate(table)
             at = marked.find(needle)
+            cased = text if mixed_case else None
             while at >= 0:
-                cased = text if mixed_case else None
                 if cased is not None or part:
                     stop = marked.find(b"\x00", at)
                     if _left_alone(folded, cased, at, stop if stop >= 0 else size, part):

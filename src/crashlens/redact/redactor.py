@@ -458,8 +458,9 @@ class Redactor:
         The same for a text of any length (no name holds a newline, so a text writes what its
         lines alone do). With Hyperscan, from its literal matcher (built again only when
         something new was learned): compiling the alternation for thousands of names took
-        longer than redacting megabytes. Without, from that alternation written as a trie
-        (`redact.names`: the flat one tried every name at every place)."""
+        longer than redacting megabytes. Without, from that alternation, written as a trie
+        where the names are many (`redact.names`: the flat one tried every name at every
+        place)."""
         literals = self._literals() if self._backend != "python" else None
         if literals is not None:
             tokens = self._learned_tokens
