@@ -431,6 +431,18 @@ class Literals:
             return None  # a name past its length limit (a 100 KB "host" in a hostile log)
         return cls(database, tokens)
 
+    def occurrences(self, folded: bytes) -> list[tuple[int, int, int]]:
+        """(start, end, token index) of every occurrence of a token, overlapping ones too."""
+        found: list[tuple[int, int, int]] = []
+        record = found.append
+        lengths = self._lengths
+
+        def on_match(index: int, _start: int, end: int, _flags: int, _context: object) -> None:
+            record((end - lengths[index], end, index))
+
+        self._database.scan(folded, match_event_handler=on_match)
+        return found
+
     def spans(self, folded: bytes) -> list[tuple[int, int, int]]:
         """(start, end, token index) of what one `re` alternation of the tokens, longest
         first, finds (`re.finditer`): the longest occurrence at the leftmost place, then the

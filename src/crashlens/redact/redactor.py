@@ -36,13 +36,13 @@ from __future__ import annotations
 import hashlib
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 from operator import itemgetter
 
 from crashlens.redact.anchors import Anchored, anchored
-from crashlens.redact.gates import Edit, Gates, Literals, apply_edits, fold, rows_of
-from crashlens.redact.names import names_pattern
+from crashlens.redact.gates import Edit, Gates, apply_edits, fold, rows_of
+from crashlens.redact.learned import LearnedNames
 from crashlens.redact.patterns import (
     FILE_SUFFIX,
     KEEP_IPS,
@@ -133,12 +133,10 @@ class Redactor:
         """Learned names, folded -> (pseudonym, loose): a host without a digit (not loose) is
         replaced as a whole `-`-joined token; a numbered host (`trn-h100-031`), a user or an
         account (loose) even inside `a-b`/`a_b` names (`env-trn-h100-031.txt`)."""
-        self._learned_re: re.Pattern[bytes] | None = None
-        self._learned_tokens: list[bytes] = []
-        self._learned_literals: Literals | None = None
         self._backend = backend
-        self._literals_built = False
-        """Whether `_learned_literals` was built for what is learned now (None: could not be)."""
+        self._names = LearnedNames(hyperscan=backend != "python")
+        """Where the learned names stand in a text (matchers built in levels, as texts need
+        them: a run of small texts that each teach a name costs no compile of all names each)."""
         self._hosts_seen: dict[str, str | None] = {}
         """learn_host's answers: a host is seen on every line of a pdsh log."""
         self._shown_hosts: dict[str, str] = {}
@@ -265,9 +263,7 @@ class Redactor:
         key = fold(token)
         if key not in self._learned:
             self._learned[key] = (pseudonym, loose)
-            self._learned_re = None
-            self._learned_literals = None
-            self._literals_built = False
+            self._names.add(key)
 
     def learn(self, text: str) -> None:
         """Learn the hosts, users, accounts and values `text` names, writing nothing."""
@@ -432,7 +428,7 @@ class Redactor:
         pieces: list[str] = []
         position = 0
         size = len(folded)
-        for start, end, token in self._learned_spans(folded):
+        for start, end, token in self._names.spans(folded):
             if start < position:
                 continue
             pseudonym, loose = learned[token]
@@ -448,38 +444,6 @@ class Redactor:
             return text
         pieces.append(text[position:])
         return "".join(pieces)
-
-    def _learned_spans(self, folded: bytes) -> Iterator[tuple[int, int, bytes]]:
-        """Where learned names stand in `folded`: what one `re` alternation of the names,
-        longest first, finds (`re.finditer`): the longest name at the leftmost place, then
-        the same past its end, whether or not `_known` replaces it (so a name that fails its
-        edge check hides the shorter ones at its place: `carol-wsx` keeps `carol`).
-
-        The same for a text of any length (no name holds a newline, so a text writes what its
-        lines alone do). With Hyperscan, from its literal matcher (built again only when
-        something new was learned): compiling the alternation for thousands of names took
-        longer than redacting megabytes. Without, from that alternation, written as a trie
-        where the names are many (`redact.names`: the flat one tried every name at every
-        place)."""
-        literals = self._literals() if self._backend != "python" else None
-        if literals is not None:
-            tokens = self._learned_tokens
-            for start, end, index in literals.spans(folded):
-                yield start, end, tokens[index]
-            return
-        if self._learned_re is None:
-            self._learned_re = names_pattern(self._learned)
-        for match in self._learned_re.finditer(folded):
-            yield match.start(), match.end(), match.group(0)
-
-    def _literals(self) -> Literals | None:
-        """Hyperscan's matcher of the learned names; None without Hyperscan, or when it
-        refuses a name (one too long for it: the `re` alternation takes those)."""
-        if not self._literals_built:
-            self._learned_tokens = list(self._learned)
-            self._learned_literals = Literals.build(self._learned_tokens)
-            self._literals_built = True
-        return self._learned_literals
 
 
 def _digest(text: str) -> bytes:
