@@ -258,6 +258,7 @@ LEAD_PLACES = {
     "wrapped": "said by the line its last line continues",
     "thread": "said by the line before a thread's report cut off at its header",
     "numbers": "said by the last worded line, above the bare numbers that end the log",
+    "answer": "said by the call whose answer ends the log",
 }
 """Where a lead's wording was read, as a clause (`lead_kind`)."""
 

@@ -7,8 +7,10 @@ Fact keys:
   bracket, parenthesis or quote it opened is still open: the writer stopped mid-record);
   `lead` (the line that starts the log's last record when the last line is not a record of
   its own: the line above a wrapped continuation, or the line before a thread's report cut
-  off at its header, or the last worded line above bare numbers that end the log) and
-  `lead_kind` (`wrapped`, `thread` or `numbers`).
+  off at its header, or the last worded line above bare numbers that end the log, or the
+  call an interactive answer replies to) and `lead_kind` (`wrapped`, `thread`, `numbers` or
+  `answer`: the log ends on a bare `True`/`False`, or IPython's `Out[N]: <value>`, printed
+  for the line above it, e.g. `In [2]: torch.cuda.is_available()` then `Out[2]: False`).
 * `log.last_warning`: int the line of the last line among the log's last lines, before its
   last line, that is logged at warning level (`WARNING_LEVEL`), when a line after it shows
   progress (`progress`, the caller's pattern of a training loop's progress, or a progress
@@ -210,6 +212,10 @@ WRAPPED_ABOVE = re.compile(r"^.{60,}[^.!?:;)\]}>\s]$")
 BARE_NUMBER = re.compile(r"^[ \t]*[-+]?[0-9][0-9.,:eE+-]*[ \t]*$")
 """A line that is only a number (a counter or a value a script prints): no words, so it says
 nothing of how the run was doing; the worded line above it does."""
+ANSWER = re.compile(r"^[ \t]*(?:Out\[[0-9]+\]:[ \t]*[^ \t\n][^\n]*|True|False)[ \t]*$")
+"""The reply of an interactive session or a probe's print (IPython's `Out[N]: value`, a bare
+`True`/`False` under `>>> call` or `python -c "print(call)"`): what it means is in the line
+that asked."""
 MAX_BARE_NUMBERS = 8
 """Bare-number lines read past at the end of a log, at most."""
 THREAD_REPORT_REST = re.compile(r"Traceback \(most recent call last\):|^[ \t]*File \"|^    ")
@@ -237,6 +243,8 @@ def _lead(texts: Sequence[str], raws: Sequence[str]) -> dict[str, str]:
         return {}
     if WRAPPED.search(raws[last]) and WRAPPED_ABOVE.search(raws[last - 1].rstrip()):
         return {"lead": texts[last - 1][:EXCEPTION_CHARS], "lead_kind": "wrapped"}
+    if ANSWER.search(texts[last]) and texts[last - 1].strip():
+        return {"lead": texts[last - 1][:EXCEPTION_CHARS], "lead_kind": "answer"}
     if BARE_NUMBER.search(texts[last]):
         index = last
         while index > 0 and last - index < MAX_BARE_NUMBERS and BARE_NUMBER.search(texts[index]):
