@@ -302,7 +302,9 @@ def _root_as_last_output(facts: Sequence[Fact], hits: Sequence[Hit]) -> list[Sig
     stopped on it."""
     last = {(f.path, f.lineno): f for f in facts if f.key == "log.last_line"}
     found: dict[tuple[str, int | None], Sign] = {}
-    for hit in hits:
+    # a report the process went on from (a finalizer's, one an `except` block printed) names
+    # no ending, whatever it names
+    for hit in without_ignored(hits, facts):
         item = last.get((hit.path, hit.lineno))
         if item is not None and hit.role is Role.ROOT and not hit.against:
             says = f"the last output names a cause ({hit.rule_id})"

@@ -34,8 +34,9 @@ Fact keys:
   (a host-OOM precursor); attr used_bytes.
 * `python.exception`: str "Type: message" (<= 300 chars); attrs rank, host, type, source
   (log | torchelastic-report), teardown (`thread`, `finalizer`, `shutdown`, `handled`: its
-  traceback is one the process reports and goes on from, `teardown.py`). One per distinct
-  (rank, text).
+  traceback is one the process reports and goes on from, `teardown.py`; a size probe's
+  caught out-of-memory message, printed bare under its profile table, is `handled` too,
+  `probes.py`). One per distinct (rank, text).
 * `cuda.oom`: int bytes the allocator tried to get (0 when the message gives no figure, e.g.
   `CUDA error: out of memory`); attrs gpu, total_bytes, free_bytes, allocated_bytes (by
   PyTorch), reserved_bytes (reserved in total by PyTorch), in_use_bytes, rank, host, wording

@@ -26,6 +26,8 @@ from crashlens.parsers.launcher.messages import (
     version_facts,
     world_facts,
 )
+from crashlens.parsers.launcher.probes import HEADER as PROBE_HEADER
+from crashlens.parsers.launcher.probes import ProbeTracker
 from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
 from crashlens.parsers.launcher.settings import ANCHOR as IFNAME_ANCHOR
 from crashlens.parsers.launcher.settings import MAX_SETTINGS, socket_ifname_settings
@@ -128,6 +130,7 @@ class LauncherCollector(DeathSigns):
         self.subprocess_exits: list[Fact] = []
         self.report = ReportReader(path, self.facts, self.signals)
         self.teardown = TeardownTracker()
+        self.probes = ProbeTracker()
         self.stacks = StackTracker()
         self.stack_keys: set[tuple[int | None, str, str]] = set()
         self.ifname_keys: set[tuple[str, str, str | None]] = set()
@@ -221,10 +224,15 @@ class LauncherCollector(DeathSigns):
             teardown=teardown,
         )
 
+    def on_probe_table(self, line: Line) -> None:
+        self.probes.read_header(line.lineno)
+
     def on_oom(self, line: Line) -> None:
         parsed = parse_cuda_oom(line.text)
         if parsed is None:
             return
+        if self.probes.caught(line.text, line.lineno):
+            self._caught_by_probe(line)
         tried, attrs = parsed
         rank = line.rank
         record = self.report.continued_by(line)
@@ -238,6 +246,25 @@ class LauncherCollector(DeathSigns):
             return
         self.ooms.add(key)
         self._add("cuda.oom", tried, line, rank=rank, host=line.host, **attrs)
+
+    def _caught_by_probe(self, line: Line) -> None:
+        """A size probe's caught out-of-memory error (probes.py): an exception the process
+        reported and went on from, as `teardown.py`'s `handled`."""
+        value = f"OutOfMemoryError: {line.text.strip()}"[:EXCEPTION_CHARS]
+        key = (line.rank, value)
+        if key in self.exceptions or len(self.exceptions) >= MAX_EXCEPTIONS:
+            return
+        self.exceptions.add(key)
+        self._add(
+            "python.exception",
+            value,
+            line,
+            rank=line.rank,
+            host=line.host,
+            type="OutOfMemoryError",
+            source="log",
+            teardown="handled",
+        )
 
     def on_agent(self, line: Line) -> None:
         m = _AGENT_FAILED.search(line.text)
@@ -607,6 +634,8 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     # the InfiniBand adapters NCCL is told to use (ib_settings.py)
     Anchor(IB_HCA_ANCHOR, L.on_ib_hca, settles=("nccl.ib_hca",)),
     Anchor(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit)(?::|[ \t]*$)", L.on_exception),
+    # a size probe's table, whose caught out-of-memory errors are printed bare (probes.py)
+    Anchor(PROBE_HEADER, L.on_probe_table),
     Anchor(r"CUDA out of memory|CUDA error: out of memory", L.on_oom),
     Anchor(r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+", L.on_agent),
     Anchor(r"exits with return code = -?[0-9]+", L.on_deepspeed),
