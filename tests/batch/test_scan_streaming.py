@@ -60,22 +60,22 @@ def _scan(root: Path, out: Path) -> tuple[int, int, session.ScanOutcome]:
 @pytest.mark.usefixtures("counted")
 def test_the_driver_holds_the_jobs_in_flight_not_the_listing(tmp_path: Path) -> None:
     small = tiny_tree(tmp_path / "small", 2_000)
-    large = tiny_tree(tmp_path / "large", 20_000)
+    large = tiny_tree(tmp_path / "large", 8_000)
     warm_up = tiny_tree(tmp_path / "warm-up", 40)
     _scan(warm_up, tmp_path / "out-warm-up")  # imports, the rule library: not in the figures
     jobs_small, bytes_small, outcome_small = _scan(small, tmp_path / "out-small")
     jobs_large, bytes_large, outcome_large = _scan(large, tmp_path / "out-large")
     assert outcome_small.summary["jobs"]["scanned"] == len(outcome_small.rows) == 2_000
-    assert outcome_large.summary["jobs"]["scanned"] == len(outcome_large.rows) == 20_000
+    assert outcome_large.summary["jobs"]["scanned"] == len(outcome_large.rows) == 8_000
     # Jobs: what is in flight, whatever the size of the listing.
     print(f"jobs held {jobs_small} / {jobs_large}, peak {bytes_small} / {bytes_large} B")
     assert 0 < jobs_small <= HELD
     assert 0 < jobs_large <= HELD
-    # Memory: ten times the jobs, not ten times the peak (holding 20,000 rows and jobs costs
-    # tens of MB, far above the allowance).
+    # Memory: four times the jobs, not four times the peak (holding 8,000 rows and jobs costs
+    # over 10 MB, far above the allowance).
     assert bytes_large < 1.5 * bytes_small + 2_000_000, (bytes_small, bytes_large)
     table = pl.read_parquet(tmp_path / "out-large" / "jobs.parquet")
-    assert table.height == 20_000 and table["job"].is_sorted()
+    assert table.height == 8_000 and table["job"].is_sorted()
     assert table["job"].to_list() == [row.job for row in outcome_large.rows]
 
 
