@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 
 from crashlens.batch.dask_engine import SLURM_HINT, DaskEngine
 from crashlens.batch.engine import EngineChoice, EngineError
-from crashlens.batch.jobs import JobSpec, discover_jobs
+from crashlens.batch.jobs import discover_jobs
 from crashlens.batch.row import JobRow
 from crashlens.batch.session import ScanOptions, scan_archive
 from crashlens.batch.task_sizing import DASK_TASK, TaskSize
@@ -57,33 +58,39 @@ def test_rows_identical_on_every_engine(tmp_path: Path, cluster: str) -> None:
         assert _table(out).equals(_table(tmp_path / "local")), name
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked where fork exists")
-def test_local_cluster_workers_are_forked_with_what_the_driver_loaded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`--dask local` forks its workers from the driver, as the local pool does: they inherit
-    its rule library (the very objects, at the same addresses) and its code (here a stand-in
-    analysis that reports where it runs), and Dask does not set MALLOC_TRIM_THRESHOLD_ for
-    them (it cost every job page faults): they have the driver's environment."""
-    from crashlens.batch import job as job_module
+def _worker_facts() -> dict[str, object]:
     from crashlens.match.site import library
 
-    def where(job: JobSpec, root: str, backend: str = "auto") -> JobRow:
-        seen = {
-            "parent": os.getppid(),
-            "trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
-            "library": id(library()),
-        }
-        return JobRow.for_job(job, json.dumps(seen))
+    return {
+        "parent": os.getppid(),
+        "trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+        "rules": len(library()),
+    }
 
-    root = generated_archive(tmp_path / "archive", 6)
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a fork server exists where fork does")
+def test_local_cluster_workers_start_from_a_fork_server_not_the_driver(tmp_path: Path) -> None:
+    """`--dask local` never forks the driver: its event loop and watcher threads may hold a
+    lock at that moment (a worker forked while another thread wrote to stderr waited on the
+    stream's lock for good). The workers come from a fork server that imported Dask and
+    crashlens once, load the rule library themselves, and have the driver's environment:
+    Dask does not set MALLOC_TRIM_THRESHOLD_ for them (it cost every job page faults)."""
+    from crashlens.match.site import library
+
     trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
-    monkeypatch.setattr(job_module, "analyze_job", where)
-    engine = DaskEngine(EngineChoice(dask="local"), str(root), 2, "auto")
-    rows = list(engine.run(discover_jobs(root)))
-    expected = {"parent": os.getpid(), "trim": trim, "library": id(library())}
-    assert len(rows) == 6
-    assert [json.loads(row.reason or "{}") for row in rows] == [expected] * 6
+    engine = DaskEngine(EngineChoice(dask="local"), str(tmp_path), 2, "auto")
+    closers: list[Callable[[], object]] = []
+    try:
+        client = engine._connect(closers)
+        client.wait_for_workers(2, timeout=120)
+        facts = list(client.run(_worker_facts).values())
+    finally:
+        for close in reversed(closers):
+            close()
+    assert len(facts) == 2
+    assert all(f["parent"] != os.getpid() for f in facts)  # not children of the driver
+    assert all(f["trim"] == trim for f in facts)
+    assert all(f["rules"] == len(library()) for f in facts)
     assert os.environ.get("MALLOC_TRIM_THRESHOLD_") == trim  # nor set in the driver's
 
 

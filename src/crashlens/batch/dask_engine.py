@@ -11,9 +11,11 @@ filesystem) and have crashlens installed.
 Warm workers. Before the first batch, every worker loads the rule library and the scan
 database (`dask_worker.WarmWorker`, a worker plugin: also on a worker that joins or restarts
 later), so no task pays for it; `startup_s` is how long the cluster took to be ready. The
-workers of `--dask local` are forked from the driver once it has loaded them, as the local
-pool's are (`_start_method`): they inherit the imports, the library and the database instead
-of paying for them each, and the settings of `LOCAL_CLUSTER_CONFIG` spare them Dask's costs a
+workers of `--dask local` start from a fork server (`_start_method`), a fresh process that has
+imported Dask and crashlens once: never forked from the driver itself, whose event-loop and
+watcher threads may hold a lock at the moment of the fork (a worker forked while another
+thread wrote to stderr waited forever on the stream's lock, and the cluster never came up).
+The settings of `LOCAL_CLUSTER_CONFIG` spare them Dask's costs a
 scan does not need.
 
 Faults. When a worker dies (SIGKILL, the OOM killer, a lost node) the scheduler fails the
@@ -50,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crashlens.batch import task_sizing
-from crashlens.batch.dask_worker import SiteFiles, WarmWorker, analyze_batch, load, loaded_code
+from crashlens.batch.dask_worker import SiteFiles, WarmWorker, analyze_batch, loaded_code
 from crashlens.batch.engine import EngineChoice, EngineError
 from crashlens.batch.jobs import JobSpec
 from crashlens.batch.pool import crashed_row, timed_out_row
@@ -188,8 +190,6 @@ class DaskEngine:
             return client
         if spec == "local":
             method = _start_method()
-            if method == "fork":
-                load(self.backend, _site_files())  # before the fork: the workers inherit it
             # Kept for the cluster's life: a worker its nanny restarts starts the same way.
             settings = dask.config.set(
                 {**LOCAL_CLUSTER_CONFIG, "distributed.worker.multiprocessing-method": method}
@@ -351,14 +351,24 @@ def _deferred() -> Iterator[None]:
             raise KeyboardInterrupt
 
 
+FORKSERVER_PRELOAD = ["distributed", "crashlens.batch.dask_worker", "crashlens.batch.job"]
+"""What the fork server imports once, so the workers forked from it start with it."""
+
+
 def _start_method() -> str:
-    """How `--dask local` starts its workers: forked where the platform can (as the local
-    pool's are), so they inherit the driver's imports, rule library and scan database. A
-    spawned worker imports Dask and crashlens and loads the library itself: about 1 s of CPU
-    each before its first task (bench/scan_scale.py)."""
+    """How `--dask local` starts its workers: from a fork server where the platform has one,
+    spawned elsewhere. Not forked from the driver (as the local pool's workers are, from a
+    process with no other thread running): a `LocalCluster` forks its workers while its own
+    event loop and the nannies' watcher threads run, and a child inherits whatever lock one of
+    them held, such as a buffered stream's (seen: a worker stuck for good in its first write to
+    stderr). The fork server is a fresh single-threaded process that has imported Dask and
+    crashlens; each worker then loads the rule library itself through the warm-up plugin."""
     import multiprocessing
 
-    return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        multiprocessing.set_forkserver_preload(FORKSERVER_PRELOAD)
+        return "forkserver"
+    return "spawn"
 
 
 def _restart_holders(client: Client, keys: list[str]) -> None:
