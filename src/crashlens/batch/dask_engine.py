@@ -357,8 +357,8 @@ FORKSERVER_PRELOAD = ["distributed", "crashlens.batch.dask_worker", "crashlens.b
 
 def _start_method() -> str:
     """How `--dask local` starts its workers: from a fork server where the platform has one,
-    spawned elsewhere. Not forked from the driver (as the local pool's workers are, from a
-    process with no other thread running): a `LocalCluster` forks its workers while its own
+    spawned elsewhere. Not forked from the driver (as the local pool's workers are, once the
+    pool's own helper thread has finished): a `LocalCluster` forks its workers while its own
     event loop and the nannies' watcher threads run, and a child inherits whatever lock one of
     them held, such as a buffered stream's (seen: a worker stuck for good in its first write to
     stderr). The fork server is a fresh single-threaded process that has imported Dask and
