@@ -94,17 +94,34 @@ def test_a_log_ending_at_a_warning_of_another_library_is_going_on(tmp_path: Path
     assert any("known harmless" in line and "pytorch/issues/57273" in line for line in judged)
 
 
-def test_openmpi_single_copy_notices_alone_are_going_on(tmp_path: Path) -> None:
-    # deepinsight/insightface#1284: Open MPI's CMA read refused in an unprivileged container
+def test_openmpi_single_copy_notices_then_progress_are_going_on(tmp_path: Path) -> None:
+    # deepinsight/insightface#1284: Open MPI's CMA read refused in an unprivileged container,
+    # and the run's steps after it
     text = "".join(
         f"[1,{rank}]<stderr>:[8311b4012d34:15393{rank}] Read -1, expected 131072, errno = 1\n"
         for rank in (5, 7, 3, 6)
-    )
+    ) + ("[1,0]<stdout>:Step #10\tLoss: 2.304177\n[1,0]<stdout>:Step #20\tLoss: 2.298811\n")
     report = _report(tmp_path, text)
     assert _ending(report) is Ending.ONGOING
     assert report.verdict is Verdict.NONE
     judged = report.assessment.harmless if report.assessment else ()
     assert judged and all("horovod/pull/150" in line for line in judged)
+
+
+def test_openmpi_single_copy_notices_alone_are_a_stop(tmp_path: Path) -> None:
+    # Charliecloud's FAQ: where Open MPI has no fallback, LAMMPS prints these "[... repeat
+    # thousands of times ...]" and fails: lines alone, with no progress, show no run going on
+    text = (
+        "[cn002:21512] Read -1, expected 6144, errno = 1\n"
+        "[cn001:23947] Read -1, expected 6144, errno = 1\n"
+        "[cn002:21517] Read -1, expected 9792, errno = 1\n"
+        "[... repeat thousands of times ...]\n"
+    )
+    report = _report(tmp_path, text)
+    assert _ending(report) is Ending.UNKNOWN
+    assert report.verdict is Verdict.UNKNOWN
+    reason = report.assessment.reason if report.assessment else ""
+    assert "harmless only where the run goes on" in reason and "SYS_PTRACE" in reason
 
 
 def test_a_harmless_notice_does_not_hide_a_death_after_it(tmp_path: Path) -> None:

@@ -220,3 +220,38 @@ def test_a_fact_is_cited_with_its_rank_and_host() -> None:
     assert (cited.rank, cited.host, cited.rule, cited.role) == (3, "n1", None, Role.SYMPTOM)
     flag = Fact("x", 1, "a", None, "x = 1", (("rank", True),))
     assert flag.cited(None).rank is None  # a bool is no rank
+
+
+# detectron2's train loop announces its start; torch.meshgrid's UserWarning comes with the
+# first forward pass (facebookresearch/detectron2#3953), and then the log stops.
+D2_START = "[03/09 11:23:45 d2.engine.train_loop]: Starting training from iteration 0\n"
+MESHGRID_WARNING = (
+    "/usr/local/lib/python3.8/dist-packages/torch/functional.py:445: UserWarning: "
+    "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+    "argument. (Triggered internally at ../aten/src/ATen/native/TensorShape.cpp:2157.)\n"
+    "  return _VF.meshgrid(tensors, **kwargs)  # type: ignore[attr-defined]\n"
+)
+
+
+def test_a_warning_after_the_training_loop_began_and_no_step_is_a_stop(tmp_path: Path) -> None:
+    report = _report(tmp_path, {"train.log": D2_START + MESHGRID_WARNING})
+    assert report.assessment is not None
+    assert report.assessment.ending is Ending.UNKNOWN
+    assert report.verdict is Verdict.UNKNOWN
+
+
+def test_the_warning_alone_is_still_an_excerpt_going_on(tmp_path: Path) -> None:
+    # no announcement of the loop: an excerpt of the warning, as users paste it
+    report = _report(tmp_path, {"train.log": MESHGRID_WARNING})
+    assert report.assessment is not None
+    assert report.assessment.ending is Ending.ONGOING
+
+
+@pytest.mark.parametrize("mark", ["...", "[... repeated 120 times ...]", "…", "<snip>"])
+def test_an_elision_mark_is_not_output_the_run_went_on_to(tmp_path: Path, mark: str) -> None:
+    # a traceback cut at its header, then the reader's elision mark: still a cut traceback
+    text = "step 10 loss 2.31\nTraceback (most recent call last):\n" + mark + "\n"
+    report = _report(tmp_path, {"train.log": text})
+    assert report.assessment is not None
+    assert report.assessment.ending is not Ending.ONGOING
+    assert report.verdict is not Verdict.NONE

@@ -252,6 +252,13 @@ WARNING_RECORD = Wording(
 SOURCE_LINE = re.compile(r"^  (?! )(?!File \")\S")
 """The source line `warnings.formatwarning` prints under a warning: two spaces, then code."""
 WARNING_SAYS = "the program logged a warning (its source line ends the log), which it goes on from"
+_WARNING_CALL = next(w.pattern for w in WORDINGS if w.pattern.pattern == r"\bwarnings\.warn\(")
+
+
+def is_warning(wording: Wording) -> bool:
+    """Whether a last line's wording says only that the program logged a warning (by its level
+    marker, its `warnings.warn(` call or its source line), not what the warning is about."""
+    return wording.pattern in (WARNING_RECORD.pattern, SOURCE_LINE, _WARNING_CALL)
 
 
 LEAD_PLACES = {

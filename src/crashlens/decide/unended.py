@@ -56,11 +56,12 @@ from dataclasses import dataclass
 
 from crashlens.decide.harmless_output import harmless_entry, why
 from crashlens.decide.ignored import IGNORED_REPORTS, why_harmless, without_ignored
-from crashlens.decide.last_output import CUT_TRACEBACK, read_last_record
+from crashlens.decide.last_output import CUT_TRACEBACK, is_warning, read_last_record
 from crashlens.decide.never_started import never_allocated, never_scheduled
 from crashlens.decide.peer_wait import PEER_WAIT_RULES, PROGRESS_KEYS
 from crashlens.decide.stop_order import progress_of, went_on
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind, Role
+from crashlens.parsers.tables import CatalogEntry
 from crashlens.text.clip import shortened
 
 STORY_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
@@ -200,7 +201,8 @@ def _alarms(
             h.path,
             h.lineno,
             f"`{shortened(h.text.strip(), 80)}` ({h.rule_id})",
-            _why(h.text) or (GONE_PAST if h.lineno in passed else None),
+            _why(h.text, _progress_after(facts, path, h.lineno))
+            or (GONE_PAST if h.lineno in passed else None),
         )
         for h in hits
         if h.path == path and h.lineno is not None and not h.against
@@ -229,9 +231,27 @@ def _alarms(
     return [kept[line] for line in sorted(kept)]
 
 
-def _why(text: str) -> str | None:
-    entry = harmless_entry(text)
+def _why(text: str, went_on: bool) -> str | None:
+    """Why a line is harmless, by the catalog; `went_on`: the run's progress follows it (an
+    entry harmless only where the run goes on past it needs that, `unless_stopped`)."""
+    entry = _harmless_here(text, went_on)
     return why(entry) if entry is not None else None
+
+
+def _harmless_here(text: str, went_on: bool) -> CatalogEntry | None:
+    """The catalog entry that makes a line harmless in its log, or None: an entry with
+    `unless_stopped` only where the run's progress follows the line."""
+    entry = harmless_entry(text)
+    if entry is None or (entry.unless_stopped and not went_on):
+        return None
+    return entry
+
+
+def _progress_after(facts: Sequence[Fact], path: str, lineno: int) -> bool:
+    """Whether a log reports training progress after line `lineno`."""
+    return any(
+        f.path == path and f.key in PROGRESS_KEYS and (f.lineno or 0) > lineno for f in facts
+    )
 
 
 def _ongoing(
@@ -250,7 +270,7 @@ def _ongoing(
         line = last.lineno or 0
         alarms = _alarms(facts, hits, last.path, past)
         wording = read_last_record(last)
-        known = harmless_entry(last.text)
+        known = _harmless_here(last.text, went_on=False)
         if wording is CUT_TRACEBACK and any(path == last.path for path, _ in reported):
             wording = None  # a chained traceback continuing a report the process went on from
         if wording is not None and wording.kind == "unwinding":
@@ -262,7 +282,11 @@ def _ongoing(
         unexcused = [a for a in alarms if a.why is None and (a.path, a.lineno) not in reported]
         if _alarm_process_ended(facts, last.path, unexcused):
             return None  # its last line is another process's: the alarmed one ended on an error
-        if wording is not None and wording.kind == "notice":
+        if (
+            wording is not None
+            and wording.kind == "notice"
+            and not (is_warning(wording) and _stalled_at_start(facts, last.path))
+        ):
             says = f"its last line shows it going on: {wording.says}"
         elif known is not None and all(a.lineno < line or a.why for a in alarms):
             says = f"its last line is output its project calls harmless ({known.id})"
@@ -289,6 +313,17 @@ def _ongoing(
         ),
         harmless=tuple(listed),
     )
+
+
+def _stalled_at_start(facts: Sequence[Fact], path: str) -> bool:
+    """Whether a log announced that its training loop began (`log.training_start`) and shows
+    no training progress after that: a warning it then stops at is said on the way, but on
+    the way to a first step that never came (a stuck data loader, a collective waiting for a
+    peer), so the warning shows no run going on."""
+    start = next(
+        (f.lineno for f in facts if f.path == path and f.key == "log.training_start"), None
+    )
+    return start is not None and not _progress_after(facts, path, start)
 
 
 def _alarm_process_ended(facts: Sequence[Fact], path: str, alarms: Sequence[Alarm]) -> bool:
@@ -348,6 +383,7 @@ def _stops(facts: Sequence[Fact], lasts: Sequence[Fact], past: Sequence[Hit]) ->
         if passed
         else ""
     )
+    went += _stopped_on(facts, lasts)
     place = f"{last.path}:{last.lineno}"
     others = len(lasts) - 1
     also = f" (and {others} more of the run's logs)" if others > 0 else ""
@@ -376,6 +412,19 @@ def _stops(facts: Sequence[Fact], lasts: Sequence[Fact], past: Sequence[Hit]) ->
         ),
         harmless=judged,
     )
+
+
+def _stopped_on(facts: Sequence[Fact], lasts: Sequence[Fact]) -> str:
+    """A sentence on the last line of a log when it is output the catalog calls harmless only
+    where the run goes on past it (`unless_stopped`), and nothing went on: what it means then."""
+    for last in lasts:
+        entry = harmless_entry(last.text)
+        if entry is not None and entry.unless_stopped:
+            return (
+                f" Its last line is `{entry.id}`, harmless only where the run goes on: "
+                f"{entry.unless_stopped}."
+            )
+    return ""
 
 
 def _gone_past_alarms(past: Sequence[Hit]) -> list[Alarm]:

@@ -51,6 +51,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
                 "meaning",
                 "source",
                 "example",
+                "unless_stopped",
             }
         ),
         "reference": frozenset({"table", "category", "ids"}),
@@ -79,6 +80,11 @@ class CatalogEntry:
     """The vendor page that states the fact."""
     example: str
     """A real printed line that holds one of `texts`."""
+    unless_stopped: str = ""
+    """The harmless-output table only: where set, the line is harmless only in a log that shows
+    the run going on after it (training progress); this says what the line means where the run
+    stops at it instead (a version that fails on it), so that a log of nothing else is no
+    excerpt of a run going on well."""
     shell: tuple[str, ...] = ()
     """The signals table only: the words a shell prints for a command this signal killed
     (glibc's strsignal text, also in the locale's languages), which the failure detector
@@ -117,6 +123,10 @@ def _string(data: dict[str, Any], key: str, where: str, path: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise fail(path, where, f"field `{key}` must be a non-empty string")
     return value
+
+
+def _optional_string(data: dict[str, Any], key: str, where: str, path: str) -> str:
+    return _string(data, key, where, path) if key in data else ""
 
 
 def _strings(data: dict[str, Any], key: str, where: str, path: str) -> tuple[str, ...]:
@@ -211,6 +221,7 @@ def _entry(entry: object, index: int, path: str) -> CatalogEntry:
         source=source,
         example=example,
         shell=_shell(entry, where, path),
+        unless_stopped=_optional_string(entry, "unless_stopped", where, path),
     )
 
 

@@ -37,6 +37,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `log.progress`: True at the first line that reports training progress (an epoch, step or
   iteration counter with its number, a loss value): the run got past start-up, so its
   libraries loaded and its GPU worked. Loading bars are no progress of training.
+* `log.training_start`: True at the first line where a trainer announces that its training
+  loop begins (`TRAINING_START`: `***** Running training *****`, `Starting training`, ...):
+  a log that stops after it with no progress stopped before the first step finished.
 * `log.progress_mark`: int, each progress line among the log's last lines (`progress.py`):
   whether training went on after a failure line.
 * `python.gc_crash`: True, faulthandler's `Garbage-collecting` line in a dumped stack: the
@@ -185,6 +188,20 @@ PROGRESS = re.compile(
 """A training loop's progress line: a counter (`Epoch 3`, `[Epoch 1]`, `step: 200`, `iter 40`)
 or a loss value (`loss: 0.42`, `loss=1.3`, and the Hugging Face Trainer's logged dict
 `{'loss': 0.42, ...}`)."""
+TRAINING_START = re.compile(
+    # the Hugging Face Trainer (and DeepSpeed-Chat's copy of its banner)
+    r"\*{5} Running training \*{5}"
+    # llm-foundry, detectron2 (`Starting training from iteration 0`), ultralytics
+    # (`Starting training for 100 epochs...`)
+    r"|\bStarting training\b"
+    # MosaicML Composer's trainer, as it enters its loop
+    r"|\bSpinning the dataloaders\b"
+    # Megatron-LM's timestamp before its first step
+    r"|\[before the start of training step\]"
+    # fairseq's train loop
+    r"|\bbegin training epoch [0-9]"
+)
+"""A trainer's announcement that its training loop begins: the line before the first step."""
 ENGINE_DEATHS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # vLLM: the engine core's loop died (V1 `EngineDeadError`, V0 `AsyncEngineDeadError`
     # and its `Background loop has errored already`), or never came up; every later
@@ -408,6 +425,10 @@ class DeathSigns(AnchoredCollector):
         if PROGRESS.search(line.text):
             self.keep_first("log.progress", True, line)
 
+    def on_training_start(self, line: Line) -> None:
+        if TRAINING_START.search(line.text):
+            self.keep_first("log.training_start", True, line)
+
     def on_gc_crash(self, line: Line) -> None:
         if _GC_CRASH.search(line.text):
             self.keep_first("python.gc_crash", True, line)
@@ -453,6 +474,12 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         r"[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter|ITER|[Ll]oss|LOSS",
         D.on_progress,
         settles=("log.progress",),
+    ),
+    Anchor(
+        r"Running training|Starting training|Spinning the dataloaders"
+        r"|before the start of training step|begin training epoch",
+        D.on_training_start,
+        settles=("log.training_start",),
     ),
     # PyTorch's ProcessGroupNCCL destructor, as the interpreter exits (torch >= 2.4)
     Anchor(r"destroy_process_group\(\) was not called before program exit", D.on_exiting),

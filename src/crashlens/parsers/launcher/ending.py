@@ -153,7 +153,8 @@ def ending_facts(
 ) -> list[Fact]:
     """`log.last_line` and `log.ends_with` from the last lines of a log (see the docstring)."""
     shown = [(line, last_segment(line.text)) for line in tail]
-    shown = [(line, text) for line, text in shown if text]
+    # an elision mark (`...`, `[...]`) is the reader's cut, not the program's output
+    shown = [(line, text) for line, text in shown if text and not ELISION.match(text)]
     if not shown:
         return []
     line, text = shown[-1]
@@ -204,6 +205,13 @@ def ending_facts(
     return facts
 
 
+ELISION = re.compile(
+    r"^[ \t]*(?:\.{3,}|\u2026+"
+    r"|[\[(<][ \t]*(?:(?:\.{3}|\u2026)[^\])>\n]*|snip(?:ped)?)[\])>])[ \t]*$"
+)
+"""A line that only marks where whoever pasted the log left lines out (`...`, `…`, `[...]`,
+`[... repeated 300 times ...]`, `<snip>`): nothing the program printed, so no line of its
+output to end at or go on to."""
 WRAPPED = re.compile(r"^(?:[a-z]+[ ,]|\((?!\)))")
 """A line that may continue the sentence above it (a message wrapped by the terminal or by its
 writer): it starts with a word in lower case or with an opening parenthesis."""
