@@ -255,3 +255,26 @@ def test_an_elision_mark_is_not_output_the_run_went_on_to(tmp_path: Path, mark: 
     assert report.assessment is not None
     assert report.assessment.ending is not Ending.ONGOING
     assert report.verdict is not Verdict.NONE
+
+
+# The Hugging Face Trainer's banner is its plan, not progress: `Num Epochs = 3` and `Total
+# optimization steps = 375` are printed before the first step (transformers' trainer.py).
+HF_BANNER = (
+    "***** Running training *****\n"
+    "  Num examples = 1,000\n"
+    "  Num Epochs = 3\n"
+    "  Instantaneous batch size per device = 8\n"
+    "  Gradient Accumulation steps = 1\n"
+    "  Total optimization steps = 375\n"
+)
+HF_WARNING = (
+    "[WARNING|logging.py:329] 2024-05-10 09:12:44,118 >> `use_cache=True` is incompatible "
+    "with gradient checkpointing. Setting `use_cache=False`.\n"
+)
+
+
+def test_a_trainers_plan_is_no_progress_and_a_warning_after_it_is_a_stop(tmp_path: Path) -> None:
+    report = _report(tmp_path, {"train.log": HF_BANNER + HF_WARNING})
+    assert report.assessment is not None
+    assert report.assessment.ending is Ending.UNKNOWN
+    assert "before any training progress" in report.assessment.reason

@@ -182,12 +182,16 @@ _SLURM_STATES = (
 _SACCT_ROW = re.compile(rf"(?:^|[ \t|])({_SLURM_STATES})[ \t|]+([0-9]+):([0-9]+)(?=[ \t|]|$)")
 _SCONTROL = re.compile(rf"\bJobState=({_SLURM_STATES})\b")
 PROGRESS = re.compile(
+    # not a trainer's plan printed before its loop (the Hugging Face Trainer's banner: `Num
+    # Epochs = 3`, `Total optimization steps = 375`, `Gradient Accumulation steps = 1`, `Num
+    # update steps per epoch = 10`, and `Max steps`, `Warmup steps` of other trainers)
+    r"(?<!Num )(?<!optimization )(?<!Accumulation )(?<!per )(?<![Mm]ax )(?<![Ww]armup )"
     r"\b(?:[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER)s?\b[ \t:=#\[(]*[0-9]+"
     r"|\b(?:[Ll]oss|LOSS)\b['\"]?[ \t]*[:=][ \t]*-?[0-9]*\.?[0-9]"
 )
-"""A training loop's progress line: a counter (`Epoch 3`, `[Epoch 1]`, `step: 200`, `iter 40`)
-or a loss value (`loss: 0.42`, `loss=1.3`, and the Hugging Face Trainer's logged dict
-`{'loss': 0.42, ...}`)."""
+"""A training loop's progress line: a counter (`Epoch 3`, `[Epoch 1]`, `step: 200`, `iter 40`;
+not a trainer's plan, `Num Epochs = 3`) or a loss value (`loss: 0.42`, `loss=1.3`, and the
+Hugging Face Trainer's logged dict `{'loss': 0.42, ...}`)."""
 TRAINING_START = re.compile(
     # the Hugging Face Trainer (and DeepSpeed-Chat's copy of its banner)
     r"\*{5} Running training \*{5}"
