@@ -138,6 +138,8 @@ def test_a_death_after_a_process_finish_is_the_ending(
         "worker group finished (WorkerState.FAILED). Waiting 300 seconds for other agents",
         "# Out of bounds values : 12 FAILED",
         "Training completed after 3 iterations",
+        # wandb's exit hook after a traceback: the status it reports is 1
+        "wandb: Waiting for W&B process to finish... (failed 1). Press Control-C to abort syncing.",
     ],
 )
 def test_a_failed_status_is_no_finish(tmp_path: Path, line: str) -> None:
