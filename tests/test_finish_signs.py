@@ -138,6 +138,9 @@ def test_a_death_after_a_process_finish_is_the_ending(
         "worker group finished (WorkerState.FAILED). Waiting 300 seconds for other agents",
         "# Out of bounds values : 12 FAILED",
         "Training completed after 3 iterations",
+        # LLaMA-Factory's log record one step before the last
+        '{"current_steps": 300, "total_steps": 310, "epoch": 4.84, "percentage": 96.77, '
+        '"elapsed_time": "0:15:37", "remaining_time": "0:00:31"}',
         # wandb's exit hook after a traceback: the status it reports is 1
         "wandb: Waiting for W&B process to finish... (failed 1). Press Control-C to abort syncing.",
     ],
