@@ -62,6 +62,12 @@ class Wording:
     """What the line shows, as a clause (`the program says it finished`)."""
 
 
+WARNING_CALL = Wording(
+    "notice",
+    re.compile(r"\bwarnings\.warn\("),
+    "the program logged a warning, which it goes on from",
+)
+"""The `warnings.warn(...)` call a warning's source line shows (one of `WORDINGS`)."""
 WORDINGS: tuple[Wording, ...] = (
     # A bare word of completion is how many scripts end (`print("done.")`); a longer line
     # must say what finished, so that `loading done, starting training` is not one.
@@ -225,11 +231,7 @@ WORDINGS: tuple[Wording, ...] = (
     ),
     # The source line of a warning (`warnings.warn(...)`) shown under it; a warning's own
     # record is read by its level marker (`decide.severity`).
-    Wording(
-        "notice",
-        re.compile(r"\bwarnings\.warn\("),
-        "the program logged a warning, which it goes on from",
-    ),
+    WARNING_CALL,
     # Python's unraisable hook (`sys.unraisablehook`) prints `Exception ignored in: <obj>` for
     # an exception raised where it cannot propagate (a `__del__`, a weakref callback, a
     # generator closed by the collector): the interpreter reports it and carries on, so it
@@ -252,13 +254,12 @@ WARNING_RECORD = Wording(
 SOURCE_LINE = re.compile(r"^  (?! )(?!File \")\S")
 """The source line `warnings.formatwarning` prints under a warning: two spaces, then code."""
 WARNING_SAYS = "the program logged a warning (its source line ends the log), which it goes on from"
-_WARNING_CALL = next(w.pattern for w in WORDINGS if w.pattern.pattern == r"\bwarnings\.warn\(")
 
 
 def is_warning(wording: Wording) -> bool:
     """Whether a last line's wording says only that the program logged a warning (by its level
     marker, its `warnings.warn(` call or its source line), not what the warning is about."""
-    return wording.pattern in (WARNING_RECORD.pattern, SOURCE_LINE, _WARNING_CALL)
+    return wording.pattern in (WARNING_RECORD.pattern, SOURCE_LINE, WARNING_CALL.pattern)
 
 
 LEAD_PLACES = {

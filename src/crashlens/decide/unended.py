@@ -196,13 +196,13 @@ def _alarms(
     the process reported and went on from; once per line, in order. A failure line of `past`
     (`gone_past`) says why it is harmless."""
     passed = {h.lineno for h in past if h.path == path}
+    progress = _last_progress(facts, path)
     found = [
         Alarm(
             h.path,
             h.lineno,
             f"`{shortened(h.text.strip(), 80)}` ({h.rule_id})",
-            _why(h.text, _progress_after(facts, path, h.lineno))
-            or (GONE_PAST if h.lineno in passed else None),
+            _why(h.text, progress > h.lineno) or (GONE_PAST if h.lineno in passed else None),
         )
         for h in hits
         if h.path == path and h.lineno is not None and not h.against
@@ -247,10 +247,10 @@ def _harmless_here(text: str, went_on: bool) -> CatalogEntry | None:
     return entry
 
 
-def _progress_after(facts: Sequence[Fact], path: str, lineno: int) -> bool:
-    """Whether a log reports training progress after line `lineno`."""
-    return any(
-        f.path == path and f.key in PROGRESS_KEYS and (f.lineno or 0) > lineno for f in facts
+def _last_progress(facts: Sequence[Fact], path: str) -> int:
+    """The last line of a log that reports training progress (0: none does)."""
+    return max(
+        (f.lineno or 0 for f in facts if f.path == path and f.key in PROGRESS_KEYS), default=0
     )
 
 
@@ -323,7 +323,7 @@ def _stalled_at_start(facts: Sequence[Fact], path: str) -> bool:
     start = next(
         (f.lineno for f in facts if f.path == path and f.key == "log.training_start"), None
     )
-    return start is not None and not _progress_after(facts, path, start)
+    return start is not None and _last_progress(facts, path) <= start
 
 
 def _alarm_process_ended(facts: Sequence[Fact], path: str, alarms: Sequence[Alarm]) -> bool:
