@@ -13,7 +13,15 @@ from crashlens.lab.corpus import LABELS, Case, load_cases
 from crashlens.lab.evaluate import evaluate, expected_calibration_error, grep_prediction, score
 from crashlens.lab.fit import best_temperature, best_temperatures
 from crashlens.lab.prepare import Prediction, answer, ended_well, grouped_folds, prepare
-from crashlens.lab.selective import THRESHOLDS, WRONG_COST, Scored, choose_threshold, curve, point
+from crashlens.lab.selective import (
+    DECISION_THRESHOLD,
+    THRESHOLDS,
+    WRONG_COST,
+    Scored,
+    choose_threshold,
+    curve,
+    point,
+)
 from crashlens.match.rules import shipped_rules
 from crashlens.model import Verdict
 
@@ -72,8 +80,21 @@ def test_accuracy_coverage_curve() -> None:
     assert at_55.utility == at_60.utility + 1 - WRONG_COST - 1
 
 
-def test_threshold_ties_keep_the_widest_coverage() -> None:
-    assert choose_threshold([_scored("shm", 0.99, True)]) == THRESHOLDS[0]
+def test_threshold_ties_keep_the_decision_threshold() -> None:
+    # every threshold is worth the same: the cost of a wrong cause decides (3/4 at a cost of 3)
+    assert DECISION_THRESHOLD == 0.75 and DECISION_THRESHOLD in THRESHOLDS
+    assert choose_threshold([_scored("shm", 0.99, True)]) == DECISION_THRESHOLD
+
+
+def test_a_flat_curve_keeps_the_decision_threshold_and_a_clear_gain_moves_it() -> None:
+    right_at_70 = [_scored("driver", 0.7, True)] * 2
+    sure = [_scored("shm", 0.99, True)] * 998
+    # two right answers at 0.70 in 1,000: 0.70 is worth 2 more than 0.75, within the margin
+    assert choose_threshold(sure + right_at_70) == DECISION_THRESHOLD
+    # forty in 1,000 are worth 40 more, which no flat curve explains: the answers say so (and
+    # two wrong answers at 0.62 keep it above 0.60; 0.65 is the lowest of the equals)
+    wrong_at_62 = [_scored("network", 0.62, False)] * 2
+    assert choose_threshold(sure[:958] + right_at_70 * 20 + wrong_at_62) == 0.65
 
 
 def test_thin_evidence_is_never_calibrated_sharper_than_direct_evidence() -> None:
