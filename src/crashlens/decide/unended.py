@@ -351,10 +351,7 @@ def _still_waiting(facts: Sequence[Fact], hits: Sequence[Hit], path: str) -> boo
     ]
     if not waits:
         return False
-    last_wait = max(waits)
-    return not any(
-        f.path == path and f.key in PROGRESS_KEYS and (f.lineno or 0) > last_wait for f in facts
-    )
+    return _last_progress(facts, path) <= max(waits)
 
 
 def _judged(alarm: Alarm, line: int) -> str:

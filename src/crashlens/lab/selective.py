@@ -6,9 +6,9 @@ leading cause, the accuracy-coverage curve gives the share of failed runs that g
 where a report is worth the most: a right cause counts 1, an `unknown` 0 and a wrong cause
 `-WRONG_COST`; for calibrated probabilities that is `DECISION_THRESHOLD`, and held-out answers
 move it only by a clear margin (their curve is flat near it). It is chosen on held-out
-predictions only: `crashlens train` chooses it on its
-inner grouped folds and stores it with the model; `crashlens eval` chooses it inside every
-training fold and prints the curve of the out-of-fold predictions.
+predictions only: `crashlens train` chooses it on its inner grouped folds and stores it with
+the model; `crashlens eval` chooses it inside every training fold and prints the curve of the
+out-of-fold predictions.
 """
 
 from __future__ import annotations
