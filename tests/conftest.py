@@ -40,3 +40,13 @@ def sample(relative: str) -> Path:
 def sample_text(relative: str) -> str:
     """A sample decoded as crashlens reads it (UTF-8 with replacement)."""
     return sample(relative).read_bytes().decode("utf-8", errors="replace")
+
+
+@pytest.fixture(scope="session")
+def shipped_coverage() -> dict[str, object]:
+    """`crashlens rules coverage`'s rows for the shipped library, by table: each row tries
+    every rule on every catalog example (several seconds), and a dozen tests read them."""
+    from crashlens.match.catalogs import coverage
+    from crashlens.match.rules import shipped_rules
+
+    return {row.table: row for row in coverage(shipped_rules())}

@@ -15,11 +15,10 @@ from public reports other than the corpus cases that prompted them (paths and ho
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from crashlens.match.catalogs import coverage
-from crashlens.match.rules import shipped_rules
 from mechanism_helpers import Scenario, assert_leads, assert_scenario_verdict, log_report
 
 _TORCH_OOM = (
@@ -151,8 +150,8 @@ def test_the_info_level_attribute_probe_is_no_cause(tmp_path: Path) -> None:
     )
 
 
-def test_every_cufft_and_nvrtc_entry_is_recognised() -> None:
-    rows = {row.table: row for row in coverage(shipped_rules())}
+def test_every_cufft_and_nvrtc_entry_is_recognised(shipped_coverage: dict[str, Any]) -> None:
+    rows = shipped_coverage
     for table in ("cufft_errors", "nvrtc_errors"):
         assert rows[table].missing == (), rows[table]
         assert rows[table].covered == rows[table].entries
