@@ -109,6 +109,29 @@ def test_one_process_exiting_cleanly_does_not_finish_the_run(tmp_path: Path) -> 
     assert found.sign is not None and found.sign.line == 2
 
 
+_DS_KILLS = (
+    "[2025-01-01 10:00:00,000] [INFO] [utils.py:792:see_memory_usage] MA 0.0 GB Max_MA 0.0 GB\n"
+    "[2025-01-01 10:00:05,000] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 4100\n"
+    "[2025-01-01 10:00:05,000] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 4101\n"
+)
+
+
+def test_deepspeeds_launcher_killing_its_processes_ends_the_run(tmp_path: Path) -> None:
+    # Its sigkill_handler runs when a process failed; the log may end before it says which.
+    found = assessed(tmp_path, {"ds.log": _DS_KILLS})
+    assert found.ending is Ending.DIED
+    assert found.sign is not None and found.sign.line == 2
+    assert "killing its processes" in found.reason
+
+
+def test_deepspeeds_launcher_killing_its_processes_on_a_signal_is_a_stop(tmp_path: Path) -> None:
+    text = _DS_KILLS + (
+        "[2025-01-01 10:00:06,000] [INFO] [launch.py:328:sigkill_handler] Main process received "
+        "SIGINT, exiting\n"
+    )
+    assert assessed(tmp_path, {"ds.log": text}).ending is Ending.STOPPED
+
+
 # --- completed ------------------------------------------------------------------------------
 
 

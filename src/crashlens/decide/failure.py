@@ -336,6 +336,12 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
             add(Ending.COMPLETED, "completed", "the run printed its completion line")
     elif key == "launcher.first_failure":
         add(Ending.DIED, "report", f"torchelastic names rank {value} as the first failure")
+    elif key == "launcher.killing_workers":
+        add(
+            Ending.DIED,
+            "report",
+            f"the {value} launcher was killing its processes, as it does when one of them failed",
+        )
     elif key == "python.exception" and item.attr("source") in ("error-file", "torchelastic-report"):
         _exception_sign(str(value), add, "torchelastic recorded ")
     elif key == "torchelastic.error_code":

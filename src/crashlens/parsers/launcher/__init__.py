@@ -30,6 +30,9 @@ Fact keys:
   finish signs' catalog, `tables/finish_signs.toml`); attr scope: `run` once a line said the
   training finished, `process` while only a process's exit did (one process of many may exit
   cleanly while another dies); attr tool, the program that printed it.
+* `launcher.killing_workers`: str `deepspeed`, at DeepSpeed's launcher's first `Killing
+  subprocess N` (its sigkill_handler, run when a process failed or the launcher got a signal)
+  when no `Main process received SIGINT, exiting` says it was a stop; attrs pid, host.
 * `launcher.cpu_memory_percent`: float, the highest deepspeed `see_memory_usage` CPU percent
   (a host-OOM precursor); attr used_bytes.
 * `python.exception`: str "Type: message" (<= 300 chars); attrs rank, host, type, source

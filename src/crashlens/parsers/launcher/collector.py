@@ -110,6 +110,8 @@ _SHELL_KILLED = re.compile(
 )
 _CPU_MEM = re.compile(r"CPU Virtual Memory: +used = " + SIZE + r", percent = ([0-9.]+)%")
 _AGENT_SIGNAL = re.compile(r"Received Signals\.(SIG[A-Z0-9]+) death signal")
+_DS_KILLING = re.compile(r"sigkill_handler\] Killing subprocess ([0-9]+)")
+_DS_RECEIVED = re.compile(r"Main process received (SIG[A-Z0-9]+), exiting")
 
 
 class LauncherCollector(DeathSigns):
@@ -127,6 +129,10 @@ class LauncherCollector(DeathSigns):
         self.restarts: Fact | None = None
         self.restart_count = 0
         self.cpu_mem: Fact | None = None
+        self.ds_killing: Line | None = None
+        """DeepSpeed's launcher's first `Killing subprocess N` (its sigkill_handler)."""
+        self.ds_received = False
+        """Whether that launcher said it received a signal itself (a stop, not a failure)."""
         self.subprocess_exits: list[Fact] = []
         self.report = ReportReader(path, self.facts, self.signals)
         self.teardown = TeardownTracker()
@@ -533,6 +539,36 @@ class LauncherCollector(DeathSigns):
                 used_bytes=to_bytes(m.group(1), m.group(2)),
             )
 
+    def on_deepspeed_teardown(self, line: Line) -> None:
+        """DeepSpeed's launcher kills every process it started from its sigkill_handler, and
+        it runs that handler for two reasons only: a process exited with a non-zero code (the
+        handler then prints `exits with return code = N`), or the launcher itself received
+        SIGINT or SIGTERM (`Main process received SIGINT, exiting`). A log that ends in the
+        kills, before either line (the launcher killed too, or the output cut), still shows
+        the run ended; with the received signal it is that stop."""
+        if m := _DS_RECEIVED.search(line.text):
+            self.ds_received = True
+            self.signals.add(
+                m.group(1), line.lineno, line.raw, host=line.host, source="agent-received"
+            )
+        elif self.ds_killing is None and _DS_KILLING.search(line.text):
+            self.ds_killing = line
+
+    def _deepspeed_teardown(self) -> Fact | None:
+        line = self.ds_killing
+        if line is None or self.ds_received:
+            return None
+        m = _DS_KILLING.search(line.text)
+        return fact(
+            "launcher.killing_workers",
+            "deepspeed",
+            self.path,
+            line.lineno,
+            text=line.raw,
+            pid=bounded_int(m.group(1)) if m else None,
+            host=line.host,
+        )
+
     # --- the end ------------------------------------------------------------------------------
 
     def finish(self) -> list[Fact]:
@@ -566,6 +602,7 @@ class LauncherCollector(DeathSigns):
                 self.restarts,
                 self.cpu_mem,
                 self._ib_unavailable(),
+                self._deepspeed_teardown(),
             )
             if f is not None
         )
@@ -639,6 +676,11 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     Anchor(r"CUDA out of memory|CUDA error: out of memory", L.on_oom),
     Anchor(r"failed \(exitcode: -?[0-9]+\) local_rank: [0-9]+", L.on_agent),
     Anchor(r"exits with return code = -?[0-9]+", L.on_deepspeed),
+    Anchor(
+        r"sigkill_handler\] Killing subprocess [0-9]+"
+        r"|Main process received SIG[A-Z0-9]+, exiting",
+        L.on_deepspeed_teardown,
+    ),
     # accelerate's simple launcher, llamafactory-cli
     Anchor(
         r"died with <Signals\.SIG[A-Z0-9]+: [0-9]+>|returned non-zero exit status -?[0-9]+",
