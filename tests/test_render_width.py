@@ -83,8 +83,7 @@ def _actions(report: Report) -> Iterator[Action]:
     yield from report.next_checks
 
 
-@pytest.fixture(scope="module")
-def rendered() -> dict[str, tuple[Report, str]]:
+def _rendered() -> dict[str, tuple[Report, str]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(ROOT)  # paths as a user at the repository root types them
         reports = {
@@ -98,7 +97,7 @@ def test_the_corpus_is_there() -> None:
     assert len(CASES) >= 100
 
 
-def test_no_line_is_wider_than_the_terminal(rendered: dict[str, tuple[Report, str]]) -> None:
+def _no_line_is_wider_than_the_terminal(rendered: dict[str, tuple[Report, str]]) -> None:
     wide = [
         f"{case}: {cell_len(line)} cells: {line}"
         for case, (_, text) in rendered.items()
@@ -136,7 +135,7 @@ def _split_tokens(report: Report, text: str) -> list[str]:
     return split
 
 
-def test_no_token_is_split_across_lines(rendered: dict[str, tuple[Report, str]]) -> None:
+def _no_token_is_split_across_lines(rendered: dict[str, tuple[Report, str]]) -> None:
     found = [
         f"{case}: {pair}"
         for case, (report, text) in rendered.items()
@@ -145,7 +144,7 @@ def test_no_token_is_split_across_lines(rendered: dict[str, tuple[Report, str]])
     assert not found, "\n".join(found[:10])
 
 
-def test_every_word_of_every_command_is_shown_whole(
+def _every_word_of_every_command_is_shown_whole(
     rendered: dict[str, tuple[Report, str]],
 ) -> None:
     missing = []
@@ -164,7 +163,7 @@ def test_every_word_of_every_command_is_shown_whole(
     assert not missing, "\n".join(missing[:10])
 
 
-def test_a_cited_line_keeps_its_citation_and_what_matched(
+def _a_cited_line_keeps_its_citation_and_what_matched(
     rendered: dict[str, tuple[Report, str]],
 ) -> None:
     lost = []
@@ -183,7 +182,7 @@ def test_a_cited_line_keeps_its_citation_and_what_matched(
     assert not lost, "\n".join(lost[:10])
 
 
-def test_a_snippet_is_never_shown_behind_a_prompt(
+def _a_snippet_is_never_shown_behind_a_prompt(
     rendered: dict[str, tuple[Report, str]],
 ) -> None:
     seen = 0
@@ -458,7 +457,7 @@ def test_a_check_is_kept_where_the_report_first_shows_it() -> None:
     assert checks == ()
 
 
-def test_no_corpus_report_repeats_a_check(rendered: dict[str, tuple[Report, str]]) -> None:
+def _no_corpus_report_repeats_a_check(rendered: dict[str, tuple[Report, str]]) -> None:
     repeated = []
     for case, (report, _) in rendered.items():
         shown = [a for c in report.causes for a in c.next_checks] + list(report.next_checks)
@@ -486,3 +485,29 @@ def test_a_skipped_input_says_why_within_the_width() -> None:
         shown = "/scratch/jobs/run-8812/docker_inspect.json" in text
         assert shown or (width < 80 and "…/docker_inspect.json" in text)
         assert not any(line.endswith(" ") for line in text.splitlines())
+
+
+CORPUS_CHECKS = (
+    _no_line_is_wider_than_the_terminal,
+    _no_token_is_split_across_lines,
+    _every_word_of_every_command_is_shown_whole,
+    _a_cited_line_keeps_its_citation_and_what_matched,
+    _a_snippet_is_never_shown_behind_a_prompt,
+    _no_corpus_report_repeats_a_check,
+)
+
+
+# One test runs every check on the corpus's reports: rendering ~1,500 reports is the cost, and
+# a module fixture shared by several tests was built once on each test worker. Without
+# coverage's tracer (the code is measured by the rest of the suite); every check runs, and
+# the failure names each one that failed.
+@pytest.mark.no_cover
+def test_every_corpus_report_reads_right_at_80_columns() -> None:
+    rendered = _rendered()
+    failed = []
+    for check in CORPUS_CHECKS:
+        try:
+            check(rendered)
+        except AssertionError as error:
+            failed.append(f"{check.__name__}: {error}")
+    assert not failed, "\n\n".join(failed)
