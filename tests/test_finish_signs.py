@@ -151,6 +151,23 @@ def test_a_failed_status_is_no_finish(tmp_path: Path, line: str) -> None:
     assert not [f for f in facts if f.key == "launcher.completed"]
 
 
+def test_a_progress_bar_is_a_finish_only_at_its_full_count(tmp_path: Path) -> None:
+    # tqdm prints 199/200 as `100%`: the counts decide. The `\r` updates of one line are all
+    # read, so a bar whose last update is full finishes the run.
+    bar = _sign("verl-training-progress-bar-full")
+    assert bar.found_in("Training Progress: 100%|##########| 200/200 [3:01:10<00:00, 54.3s/it]")
+    assert not bar.found_in("Training Progress: 100%|#########9| 199/200 [3:01:10<00:54, 54.3s/it]")
+    assert not bar.found_in("Training Progress:   0%|          | 0/0")
+    updates = (
+        "Training Progress:  50%|#####     | 1/2 [00:05<00:05]"
+        "\rTraining Progress: 100%|##########| 2/2"
+    )
+    assert bar.found_in(updates)
+    cut_short = "Training Progress:  99%|#########9| 199/200\nTraceback (most recent call last):\n"
+    assert _assessed(tmp_path, cut_short + "RuntimeError: step 200 failed\n").ending is Ending.DIED
+    assert _assessed(tmp_path, updates + "\n").ending is Ending.COMPLETED
+
+
 def test_the_ezpz_launcher_case_reads_finished(tmp_path: Path) -> None:
     logs = CORPUS / EZPZ_CASE / "logs"
     rules = shipped_rules()
@@ -198,6 +215,8 @@ def _table(**changes: object) -> dict[str, Any]:
         ({"source": "http://example.org/x"}, "https://"),
         ({"tool": None}, "tool"),
         ({"meaning": "extra"}, "unknown fields"),
+        ({"full_count": "yes"}, "full_count"),
+        ({"full_count": True}, "groups"),
     ],
 )
 def test_a_bad_entry_names_its_field(changes: dict[str, object], field: str) -> None:

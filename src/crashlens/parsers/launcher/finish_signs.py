@@ -31,7 +31,9 @@ from crashlens.text.literals import required_literals
 Scope = Literal["run", "process"]
 SCOPES: tuple[Scope, ...] = ("run", "process")
 _HEADER_FIELDS = frozenset({"name", "title", "sources"})
-_ENTRY_FIELDS = frozenset({"id", "tool", "pattern", "scope", "source", "example"})
+_ENTRY_FIELDS = frozenset({"id", "tool", "pattern", "scope", "source", "example", "full_count"})
+_COUNT_GROUPS = ("done", "total")
+"""The named groups of a `full_count` entry's pattern: a progress bar's `done/total`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +48,27 @@ class FinishSign:
     source: str
     """The file of the tool's repository, or its documentation page, that prints it."""
     example: str
+    full_count: bool = False
+    """A progress bar's wording (`Training Progress: 100%|####| 5/5`): a finish only where a
+    match's `done` count equals its `total`. tqdm rounds its percentage (199/200 prints
+    `100%`), so the counts decide, not the percentage."""
 
     def found_in(self, text: str) -> bool:
-        """Whether the text holds the wording (searched in linear time: `text.linear`)."""
-        return linear_text(self.pattern).search(text) is not None
+        """Whether the text holds the wording (searched in linear time: `text.linear`), and
+        for a progress bar, at its full count (any of the line's `\\r` updates)."""
+        if linear_text(self.pattern).search(text) is None:
+            return False
+        if not self.full_count:
+            return True
+        return any(
+            int(match["done"]) == int(match["total"]) > 0
+            for match in _compiled(self.pattern).finditer(text)
+        )
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +127,12 @@ def _sign(entry: object, index: int, path: str) -> FinishSign:
     scope = entry.get("scope")
     if scope not in SCOPES:
         raise fail(path, where, f"field `scope` must be one of {', '.join(SCOPES)}")
+    full_count = entry.get("full_count", False)
+    if not isinstance(full_count, bool):
+        raise fail(path, where, "field `full_count` must be true or false")
+    if full_count and set(_COUNT_GROUPS) - set(regex.groupindex):
+        message = "a `full_count` pattern needs the groups (?P<done>) and (?P<total>)"
+        raise fail(path, where, message)
     example = _text(entry, "example", where, path)
     if not regex.search(example):
         raise fail(path, where, "field `example` must be a line the pattern finds")
@@ -118,6 +143,7 @@ def _sign(entry: object, index: int, path: str) -> FinishSign:
         scope=scope,
         source=_url(entry, "source", where, path),
         example=example,
+        full_count=full_count,
     )
 
 
