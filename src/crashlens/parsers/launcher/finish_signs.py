@@ -62,13 +62,8 @@ class FinishSign:
             return True
         return any(
             int(match["done"]) == int(match["total"]) > 0
-            for match in _compiled(self.pattern).finditer(text)
+            for match in re.finditer(self.pattern, text)
         )
-
-
-@cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
 
 
 @dataclass(frozen=True, slots=True)
