@@ -62,6 +62,8 @@ def test_names_numbers_and_messages_are_the_c_librarys(entry: CatalogEntry) -> N
     assert f"[Errno {entry.code}] {message}" in entry.texts
     assert f"{message} ({entry.code})" in entry.texts  # c10: "...: message (N)"
     assert f"errno = {entry.code}, error message = '{message}'" in entry.texts  # HDF5 / h5py
+    assert f"{message} [{entry.code}]" in entry.texts  # glog's PLOG / PCHECK
+    assert f"{message} (os error {entry.code})" in entry.texts  # Rust's io::Error
     assert (message in entry.texts) is (entry.id not in NO_BARE)
 
 
@@ -142,6 +144,24 @@ def test_enospc_is_shm_under_dev_shm_and_filesystem_on_a_disk() -> None:
     assert "filesystem-no-space-left" in _hits(disk)
     assert not any(rule.startswith("filesystem-") for rule in _hits(shm))
     assert any(rule.startswith("shm-") for rule in _hits(shm))
+
+
+def test_glog_and_rust_forms_route_like_the_python_form() -> None:
+    # The same errno printed by a glog PLOG/PCHECK (Paddle's old trainer, brpc) and by a Rust
+    # extension raising OSError (safetensors) reaches the rules of the Python form's category.
+    python = "ConnectionError: [Errno 110] Connection timed out"
+    glog = (
+        "F0911 14:31:16.057638  5678 SocketChannel.cpp:54] Check failed: len >= 0  "
+        "peer=10.0.0.42: Connection timed out [110]"
+    )
+    rust = "OSError: Connection timed out (os error 110)"
+    assert "network-connect-timed-out" in _hits(python)
+    assert "network-connect-timed-out" in _hits(glog)
+    assert "network-connect-timed-out" in _hits(rust)
+    disk = "OSError: No space left on device (os error 28)"
+    assert "filesystem-no-space-left" in _hits(disk)
+    # a bare number in brackets is not an errno form
+    assert "network-connect-timed-out" not in _hits("step [110] loss 0.31 timed out waiting")
 
 
 def test_wordings_printed_without_a_failure_are_left_alone() -> None:
