@@ -49,6 +49,21 @@ def read_tolerant(text: str) -> ET.Element | None:
     """
     root: ET.Element | None = None
     stack: list[ET.Element] = []
+    # Linear whatever the nesting: how many elements of each tag are open, so a close tag
+    # that matches none is known without scanning the stack (100,000 opens followed by as many
+    # stray closes cost n^2 compares), and each open element's text pieces, joined once when
+    # it closes (appending to `.text` copies the text so far every time).
+    open_tags: dict[str, int] = {}
+    pieces: list[list[str]] = []
+
+    def pop() -> ET.Element:
+        element = stack.pop()
+        open_tags[element.tag] -= 1
+        parts = pieces.pop()
+        if parts:
+            element.text = "".join(parts)
+        return element
+
     for token in _TOKEN_RE.finditer(text):
         tag = token.group("tag")
         if tag is None:
@@ -56,12 +71,12 @@ def read_tolerant(text: str) -> ET.Element | None:
             if chunk and stack:
                 for entity, char in _ENTITIES.items():
                     chunk = chunk.replace(entity, char)
-                stack[-1].text = (stack[-1].text or "") + chunk
+                pieces[-1].append(chunk)
             continue
         if token.group("close"):
             # Pop to the matching open element; a stray close tag is ignored.
-            if any(el.tag == tag for el in stack):
-                while stack and stack.pop().tag != tag:
+            if open_tags.get(tag):
+                while pop().tag != tag:
                     pass
             continue
         attrs = {
@@ -77,4 +92,8 @@ def read_tolerant(text: str) -> ET.Element | None:
             continue
         if not token.group("empty"):
             stack.append(element)
+            open_tags[tag] = open_tags.get(tag, 0) + 1
+            pieces.append([])
+    while stack:
+        pop()
     return root
