@@ -56,13 +56,14 @@ class FinishSign:
     def found_in(self, text: str) -> bool:
         """Whether the text holds the wording (searched in linear time: `text.linear`), and
         for a progress bar, at its full count (any of the line's `\\r` updates)."""
-        if linear_text(self.pattern).search(text) is None:
+        linear = linear_text(self.pattern)
+        if linear.search(text) is None:
             return False
         if not self.full_count:
             return True
+        # the linear form's compiled pattern: guarded like the search above (text.linear)
         return any(
-            int(match["done"]) == int(match["total"]) > 0
-            for match in re.finditer(self.pattern, text)
+            int(match["done"]) == int(match["total"]) > 0 for match in linear.pattern.finditer(text)
         )
 
 
