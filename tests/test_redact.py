@@ -526,3 +526,12 @@ def test_redacting_every_corpus_case_keeps_its_evidence(tmp_path: Path) -> None:
         ):
             changed.append(f"{logs.parent.name}: {before.verdict} -> {after.verdict}")
     assert not changed, "\n".join(changed)
+
+
+def test_a_path_ending_in_user_before_a_colon_names_no_user() -> None:
+    # a `user:` key is a user's name; `/home/user: permission denied` is a path and its error
+    line = "Error: mkdir /home/user: permission denied"
+    redactor = Redactor()
+    redactor.learn(line)
+    assert redactor.text(line) == line
+    assert redactor.text("user: alice") == "user: user-1"

@@ -257,7 +257,8 @@ USER_CONTEXT = re.compile(
     r"(\b(?:USER|LOGNAME|USERNAME|SUDO_USER|SLURM_JOB_USER|PBS_O_LOGNAME|HF_USER|"
     r"JUPYTERHUB_USER|GIT_AUTHOR_NAME|GIT_COMMITTER_NAME|WANDB_ENTITY|WANDB_USERNAME)"
     r"[\"']?\s*[=:]\s*[\"']?|--wandb[_-]entity[= ]|--entity[= ]"
-    r"|(?i:\buser(?:[_ ]?name)?[\"']?\s*[=:]\s*[\"']?)"
+    # not a path's last segment (`mkdir /home/user: permission denied` names no user)
+    r"|(?<![/\\])(?i:\buser(?:[_ ]?name)?[\"']?\s*[=:]\s*[\"']?)"
     r"|\bUserId=|\buid=\d+\(|\bgid=\d+\(|\bfor user |\bowned by (?:user )?)"
     r"([A-Za-z_][A-Za-z0-9._-]{0,31})(?![\w.:-])"
 )
