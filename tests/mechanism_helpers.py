@@ -3,10 +3,14 @@ verdict and rule `crashlens analyze` must reach on it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from crashlens.match.rules import shipped_rules
+from crashlens.library import tables_dir
+from crashlens.match.catalogs import load_catalog
+from crashlens.match.rules import Rule, shipped_rules
 from crashlens.model import Ending, Report
 from crashlens.pipeline import analyze, analyze_inputs, build_report
 
@@ -62,3 +66,24 @@ def assert_leads(report: Report, category: str) -> None:
 def ending_of(report: Report) -> Ending | None:
     """How the report judged the run to end (None: no assessment)."""
     return report.assessment.ending if report.assessment is not None else None
+
+
+def rules_hitting(line: str, rules: Iterable[Rule] | None = None) -> list[str]:
+    """The ids of the rules (the shipped library unless given) whose patterns hit `line`."""
+    return [
+        rule.id
+        for rule in (shipped_rules() if rules is None else rules)
+        if rule.match_line(line) is not None
+    ]
+
+
+def assert_each_entry_recognised_once(table: str, shipped_coverage: dict[str, Any]) -> None:
+    """Every entry of `patterns/tables/<table>.toml` is covered, and its example is hit by
+    exactly one rule of the library (no message counted twice, none missed)."""
+    catalog = load_catalog(tables_dir() / f"{table}.toml")
+    row = shipped_coverage[catalog.name]
+    assert row.covered == row.entries == len(catalog.entries)
+    rules = shipped_rules()
+    for entry in catalog.entries:
+        hits = rules_hitting(entry.example, rules)
+        assert len(hits) == 1, (entry.id, hits)

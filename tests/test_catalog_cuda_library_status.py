@@ -16,10 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crashlens.library import tables_dir
-from crashlens.match.catalogs import load_catalog
-from crashlens.match.rules import shipped_rules
-from mechanism_helpers import assert_leads, log_report
+from mechanism_helpers import (
+    assert_each_entry_recognised_once,
+    assert_leads,
+    log_report,
+    rules_hitting,
+)
 
 _CONV_FRAMES = (
     "Traceback (most recent call last):\n"
@@ -41,18 +43,12 @@ def test_sublibrary_loading_failed_names_the_installation(tmp_path: Path) -> Non
 
 def test_arch_mismatch_sub_code_is_not_the_jobs_own_configuration() -> None:
     line = "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH"
-    hits = [rule.id for rule in shipped_rules() if rule.match_line(line) is not None]
+    hits = rules_hitting(line)
     assert hits == ["driver-cuda-toolchain-error"]
     plain = "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if"
-    hits = [rule.id for rule in shipped_rules() if rule.match_line(plain) is not None]
+    hits = rules_hitting(plain)
     assert hits == ["hardware-cuda-programming-error"]
 
 
 def test_every_entry_is_recognised_by_exactly_one_rule(shipped_coverage: dict[str, Any]) -> None:
-    catalog = load_catalog(tables_dir() / "cuda_library_status.toml")
-    row = shipped_coverage[catalog.name]
-    assert row.covered == row.entries == len(catalog.entries)
-    rules = shipped_rules()
-    for entry in catalog.entries:
-        hits = [rule.id for rule in rules if rule.match_line(entry.example) is not None]
-        assert len(hits) == 1, (entry.id, hits)
+    assert_each_entry_recognised_once("cuda_library_status", shipped_coverage)

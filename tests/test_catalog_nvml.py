@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from crashlens.library import tables_dir
-from crashlens.match.catalogs import load_catalog
-from crashlens.match.rules import shipped_rules
-from mechanism_helpers import assert_leads, log_report
+from mechanism_helpers import (
+    assert_each_entry_recognised_once,
+    assert_leads,
+    log_report,
+)
 
 LOGS = {
     "pynvml-driver-not-loaded": (
@@ -95,10 +96,4 @@ def test_unsupported_query_in_a_run_that_trained_to_the_end_is_no_failure(tmp_pa
 
 
 def test_every_entry_is_recognised_by_exactly_one_rule(shipped_coverage: dict[str, Any]) -> None:
-    catalog = load_catalog(tables_dir() / "nvml_errors.toml")
-    row = shipped_coverage[catalog.name]
-    assert row.covered == row.entries == len(catalog.entries)
-    rules = shipped_rules()
-    for entry in catalog.entries:
-        hits = [rule.id for rule in rules if rule.match_line(entry.example) is not None]
-        assert len(hits) == 1, (entry.id, hits)
+    assert_each_entry_recognised_once("nvml_errors", shipped_coverage)
