@@ -100,9 +100,29 @@ def _setup(args: argparse.Namespace) -> None:
     import warnings
 
     warnings.simplefilter("ignore")  # hypothesis warns about the repr of large inputs
+    _warm_imports(args.backend)
     limit = int(args.memory_gib * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     fuzz_harnesses._BACKEND[0] = args.backend
+
+
+def _warm_imports(backend: str) -> None:
+    """Load, before the memory limit, what the harnesses otherwise load on first use.
+
+    An import made under the address-space limit, after some input left the heap large, fails
+    inside importlib (`SystemError`, `TypeError` in `find_spec`, a half-initialised polars) and
+    was recorded as a finding of whichever input happened to come next; those inputs pass
+    alone. Loading them first keeps the findings about the inputs."""
+    import polars  # noqa: F401  (the redaction gates' fallback matcher, the scan tables)
+    import rich.console  # noqa: F401
+
+    import crashlens.pipeline  # noqa: F401
+    import crashlens.render.html  # noqa: F401
+    import crashlens.render.markdown  # noqa: F401
+    import crashlens.render.terminal  # noqa: F401
+    from crashlens.redact.redactor import gates
+
+    gates(backend)
 
 
 def slice_task(task: tuple[str, int, float, argparse.Namespace]) -> tuple[str, int, float, list]:

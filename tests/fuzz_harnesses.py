@@ -212,7 +212,10 @@ def mutate(data: bytes, ops: list[Op]) -> bytes:
             lines = data.split(b"\n")
             if lines:
                 index = min(len(lines) - 1, int(op[1] * len(lines)))
-                lines[index:index] = [lines[index]] * op[2]
+                # bounded like an insertion: a long line repeated 3000 times (after an earlier
+                # insertion made it long) ran the fuzzing worker itself out of memory
+                times = max(1, min(op[2], MAX_INSERT // (len(lines[index]) + 1)))
+                lines[index:index] = [lines[index]] * times
                 data = b"\n".join(lines)
         elif name == "newlines":
             data = data.replace(b"\n", op[1])
