@@ -76,7 +76,11 @@ def test_accuracy_coverage_curve() -> None:
     assert (at_75.coverage, at_75.top1) == (1 / 3, 2 / 4)
     assert [p.threshold for p in curve(items)] == list(THRESHOLDS)
     # the wrong 58 % answer costs more than the unknown it becomes: 0.60 is the best threshold
-    assert choose_threshold(items) == 0.6
+    # of these four answers, but one answer is no evidence against the decision threshold
+    assert max(curve(items), key=lambda p: p.utility).threshold == 0.6
+    assert choose_threshold(items) == DECISION_THRESHOLD
+    # the same pattern over a hundred times as many answers is: 0.60 is chosen
+    assert choose_threshold(items * 100) == 0.6
     assert at_55.utility == at_60.utility + 1 - WRONG_COST - 1
 
 
@@ -89,8 +93,14 @@ def test_threshold_ties_keep_the_decision_threshold() -> None:
 def test_a_flat_curve_keeps_the_decision_threshold_and_a_clear_gain_moves_it() -> None:
     right_at_70 = [_scored("driver", 0.7, True)] * 2
     sure = [_scored("shm", 0.99, True)] * 998
-    # two right answers at 0.70 in 1,000: 0.70 is worth 2 more than 0.75, within the margin
+    # two right answers at 0.70 in 1,000: 0.70 is worth 2 more than 0.75, within the noise
     assert choose_threshold(sure + right_at_70) == DECISION_THRESHOLD
+    # 0.60 looks 6 better, made of eighteen right answers and four wrong ones in between: the
+    # answers the thresholds disagree on are too mixed for that gain to be more than chance
+    mixed = [_scored("driver", 0.62, True)] * 18 + [_scored("driver", 0.62, False)] * 4
+    utilities = {p.threshold: p.utility for p in curve(sure[:978] + mixed)}
+    assert utilities[0.6] == utilities[DECISION_THRESHOLD] + 6 == max(utilities.values())
+    assert choose_threshold(sure[:978] + mixed) == DECISION_THRESHOLD
     # forty in 1,000 are worth 40 more, which no flat curve explains: the answers say so (and
     # two wrong answers at 0.62 keep it above 0.60; 0.65 is the lowest of the equals)
     wrong_at_62 = [_scored("network", 0.62, False)] * 2

@@ -5,7 +5,7 @@ leading cause, the accuracy-coverage curve gives the share of failed runs that g
 (coverage) and how often that cause is right (accuracy). The operating point is the threshold
 where a report is worth the most: a right cause counts 1, an `unknown` 0 and a wrong cause
 `-WRONG_COST`; for calibrated probabilities that is `DECISION_THRESHOLD`, and held-out answers
-move it only by a clear margin (their curve is flat near it). It is chosen on held-out
+move it only by a gain clear of their noise (their curve is flat near it). It is chosen on held-out
 predictions only: `crashlens train` chooses it on its inner grouped folds and stores it with
 the model; `crashlens eval` chooses it inside every training fold and prints the curve of the
 out-of-fold predictions.
@@ -13,6 +13,7 @@ out-of-fold predictions.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -104,21 +105,47 @@ DECISION_THRESHOLD = round(WRONG_COST / (1 + WRONG_COST), 2)
 """Where naming a cause starts to be worth it for a calibrated probability p: a right cause
 counts 1 and a wrong one -WRONG_COST, so p - WRONG_COST * (1 - p) >= 0 (0.75, one of
 `THRESHOLDS`)."""
-MARGIN = 0.005
-"""How much more utility, as a share of the held-out answers, another threshold must show to be
-chosen over DECISION_THRESHOLD. The curve is flat around it: on the corpus of 2026-12-04 the
-utilities of 0.60 to 0.80 were within 6 of each other over 1,513 answers, and the plain argmax
-moved between 0.65 and 0.80 from one retrain to the next. Calibrated probabilities put the best
-threshold at DECISION_THRESHOLD; held-out answers move it only when they clearly say so."""
+NOISE_Z = 2.0
+"""How many standard errors of the paired utility difference another threshold must gain over
+DECISION_THRESHOLD to be chosen instead. The curve is flat around it: on the corpus of
+2026-12-05 the utilities of 0.60 to 0.80 were within a few answers of each other over 1,791,
+and a fixed margin (0.5 % of the answers) let the plain argmax move between 0.65 and 0.80 from
+one fold or retrain to the next. The noise is the answers whose verdict the two thresholds
+disagree on: a gain made of a handful of them is chance, a gain of forty in a thousand is not.
+Calibrated probabilities put the best threshold at DECISION_THRESHOLD; held-out answers move it
+only when they clearly say so (about one-sided 98 % at 2 standard errors)."""
+
+
+def _utility(item: Scored, threshold: float) -> float:
+    """What one answer is worth at `threshold` (as `point` counts it)."""
+    if item.cause is None:
+        return 1.0 if item.right else 0.0
+    if item.confidence < threshold:
+        return 0.0
+    return 1.0 if item.right else -WRONG_COST
+
+
+def clear_gain(items: Sequence[Scored], threshold: float, over: float) -> bool:
+    """Whether `threshold` is worth more than `over` on `items` by more than NOISE_Z standard
+    errors of the summed paired difference (each answer scored at both thresholds)."""
+    differences = [_utility(item, threshold) - _utility(item, over) for item in items]
+    count = len(differences)
+    gain = sum(differences)
+    if count < 2 or gain <= 0:
+        return False
+    mean = gain / count
+    variance = sum((d - mean) ** 2 for d in differences) / (count - 1)
+    return gain > NOISE_Z * math.sqrt(count * variance)
 
 
 def choose_threshold(items: Sequence[Scored]) -> float:
-    """DECISION_THRESHOLD, unless a threshold of clearly higher utility on held-out answers
-    (by more than MARGIN of them; the lowest of equals) shows the probabilities off."""
+    """DECISION_THRESHOLD, unless a threshold of higher utility on held-out answers (the
+    lowest of equals) clears it by more than the noise of the answers they disagree on."""
     points = curve(items)
     best = max(p.utility for p in points)
     chosen = next(p for p in points if p.utility == best)
-    default = next(p for p in points if p.threshold == DECISION_THRESHOLD)
-    if chosen.utility - default.utility > MARGIN * len(items):
+    if chosen.threshold != DECISION_THRESHOLD and clear_gain(
+        items, chosen.threshold, DECISION_THRESHOLD
+    ):
         return chosen.threshold
-    return default.threshold
+    return DECISION_THRESHOLD
