@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from itertools import takewhile
 
 import pytest
 from rich.cells import cell_len
@@ -487,8 +488,30 @@ def test_a_skipped_input_says_why_within_the_width() -> None:
         assert not any(line.endswith(" ") for line in text.splitlines())
 
 
+def _the_ending_is_wrapped_between_words(rendered: dict[str, tuple[Report, str]]) -> None:
+    """The ending's reason is prose: wrapped at spaces, a path in it shortened whole (as the
+    prose of notes is), never cut in the middle of a word by the console."""
+    label = "Ending: "
+    broken = []
+    for case, (report, text) in rendered.items():
+        if report.assessment is None:
+            continue
+        lines = text.splitlines()
+        start = next(at for at, line in enumerate(lines) if line.startswith(label))
+        block = [lines[start]]
+        block.extend(takewhile(lambda line: line.startswith(" " * len(label)), lines[start + 1 :]))
+        shown = set(" ".join(block).split())
+        broken.extend(
+            f"{case}: {word!r}"
+            for word in printable(report.assessment.reason).split()
+            if word not in shown and shorten_path(word, WIDTH - len(label)) not in shown
+        )
+    assert not broken, "\n".join(broken[:10])
+
+
 CORPUS_CHECKS = (
     _no_line_is_wider_than_the_terminal,
+    _the_ending_is_wrapped_between_words,
     _no_token_is_split_across_lines,
     _every_word_of_every_command_is_shown_whole,
     _a_cited_line_keeps_its_citation_and_what_matched,

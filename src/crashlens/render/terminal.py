@@ -210,7 +210,13 @@ def _ending(report: Report, console: Console) -> None:
     assessed = report.assessment
     if assessed is None:
         return
-    console.print(Text.assemble(("Ending: ", "bold"), assessed.ending.value, "  ", assessed.reason))
+    # wrapped here, not by rich: a path in the reason is shortened whole, never cut mid-token
+    label = "Ending: "
+    width = max(console.width, _MIN_WIDTH)
+    lines = wrap(f"{assessed.ending.value} — {assessed.reason}", width - len(label))
+    console.print(_line((label, "bold"), lines[0]))
+    for rest in lines[1:]:
+        console.print(_line(" " * len(label), rest))
     sign = assessed.sign
     if sign is not None and not _cited_first(sign, report):
         _print(console, _cited("Shown by: ", sign, max(console.width, _MIN_WIDTH), _NO_FOCUS))
