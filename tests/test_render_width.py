@@ -488,24 +488,38 @@ def test_a_skipped_input_says_why_within_the_width() -> None:
         assert not any(line.endswith(" ") for line in text.splitlines())
 
 
+def _unwrapped_words(lines: list[str], start: int, label: str, prose: str) -> list[str]:
+    """The words of `prose` not shown whole (or as their shortened path) in the block that
+    starts at `lines[start]` with `label` (that line and the lines indented under its text)."""
+    block = [lines[start]]
+    block.extend(takewhile(lambda line: line.startswith(" " * len(label)), lines[start + 1 :]))
+    shown = set(" ".join(block).split())
+    width = WIDTH - len(label)
+    return [
+        word
+        for word in printable(prose).split()
+        if word not in shown and shorten_path(word, width) not in shown
+    ]
+
+
 def _the_ending_is_wrapped_between_words(rendered: dict[str, tuple[Report, str]]) -> None:
-    """The ending's reason is prose: wrapped at spaces, a path in it shortened whole (as the
-    prose of notes is), never cut in the middle of a word by the console."""
-    label = "Ending: "
+    """The ending's reason and each line judged harmless are prose: wrapped at spaces, a path
+    in them shortened whole (as the prose of notes is), never cut mid-word by the console."""
     broken = []
     for case, (report, text) in rendered.items():
-        if report.assessment is None:
+        assessed = report.assessment
+        if assessed is None:
             continue
         lines = text.splitlines()
-        start = next(at for at, line in enumerate(lines) if line.startswith(label))
-        block = [lines[start]]
-        block.extend(takewhile(lambda line: line.startswith(" " * len(label)), lines[start + 1 :]))
-        shown = set(" ".join(block).split())
-        broken.extend(
-            f"{case}: {word!r}"
-            for word in printable(report.assessment.reason).split()
-            if word not in shown and shorten_path(word, WIDTH - len(label)) not in shown
-        )
+        blocks = [("Ending: ", f"{assessed.ending.value} — {assessed.reason}")]
+        blocks.extend(("Judged harmless: ", item) for item in assessed.harmless)
+        seen: dict[str, int] = {}
+        for label, prose in blocks:
+            starts = [at for at, line in enumerate(lines) if line.startswith(label)]
+            start = starts[seen.get(label, 0)]
+            seen[label] = seen.get(label, 0) + 1
+            lost = _unwrapped_words(lines, start, label, prose)
+            broken.extend(f"{case}: {word!r}" for word in lost)
     assert not broken, "\n".join(broken[:10])
 
 

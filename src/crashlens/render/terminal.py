@@ -210,18 +210,21 @@ def _ending(report: Report, console: Console) -> None:
     assessed = report.assessment
     if assessed is None:
         return
-    # wrapped here, not by rich: a path in the reason is shortened whole, never cut mid-token
-    label = "Ending: "
     width = max(console.width, _MIN_WIDTH)
-    lines = wrap(f"{assessed.ending.value} — {assessed.reason}", width - len(label))
-    console.print(_line((label, "bold"), lines[0]))
-    for rest in lines[1:]:
-        console.print(_line(" " * len(label), rest))
+    _print(console, _labelled("Ending: ", f"{assessed.ending.value} — {assessed.reason}", width))
     sign = assessed.sign
     if sign is not None and not _cited_first(sign, report):
-        _print(console, _cited("Shown by: ", sign, max(console.width, _MIN_WIDTH), _NO_FOCUS))
+        _print(console, _cited("Shown by: ", sign, width, _NO_FOCUS))
     for item in assessed.harmless:
-        console.print(Text(f"Judged harmless: {item}", style="dim"))
+        _print(console, _labelled("Judged harmless: ", item, width, style="dim"))
+
+
+def _labelled(label: str, text: str, width: int, style: str = "") -> list[Text]:
+    """`label` in bold, then `text` wrapped here, not by rich (a path in it is shortened
+    whole, never cut mid-token), its later lines indented under the text's start."""
+    lines = wrap(text, width - len(label))
+    head = _line((label, f"bold {style}".strip()), (lines[0], style))
+    return [head, *(_line(" " * len(label), (rest, style)) for rest in lines[1:])]
 
 
 def _print(console: Console, lines: Iterable[Text]) -> None:
