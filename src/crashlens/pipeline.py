@@ -22,7 +22,7 @@ from crashlens.decide.remedy import (
     summary,
     without_repeated_checks,
 )
-from crashlens.decide.rerank import rerank
+from crashlens.decide.rerank import how_often, rerank
 from crashlens.decide.when import failure_time
 from crashlens.inputs.discover import Source, iter_inputs
 from crashlens.match.engine import analyze_source
@@ -246,8 +246,8 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
     text = (
         summary(lead_rule, ctx)
         if lead_rule
-        else f"No {name} rule matched, but in the labelled corpus these lines usually meant "
-        f"{name}; confirm with the checks below."
+        else f"No {name} rule matched, but in the labelled corpus these lines "
+        f"{how_often(candidate.confidence)} meant {name}; confirm with the checks below."
     )
     evidence = tuple(item.hit.cited(item.note) for item in chosen)
     return Cause(

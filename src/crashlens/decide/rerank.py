@@ -22,6 +22,13 @@ EXPLAINING_LINES = 3
 """Lines cited for a category that only the classifier supports."""
 
 
+def how_often(confidence: float) -> str:
+    """How often lines like these meant a cause, as its confidence says: a category the
+    classifier ranks below another was not what such lines usually meant, and the report
+    must not say it was above a higher cause that contradicts it."""
+    return "usually" if confidence >= 0.5 else "sometimes"
+
+
 def rerank(analyses: Sequence[InputAnalysis], decision: Decision, model: Model) -> Decision:
     """The decision with the classifier's confidences, order and verdict (a run that ended
     well keeps its `none`: the classifier may not talk a failure into it)."""
@@ -47,7 +54,7 @@ def rerank(analyses: Sequence[InputAnalysis], decision: Decision, model: Model) 
         if existing is not None:
             ranked.append(replace(existing, confidence=round(confidence, 3)))
             continue
-        explained = _explaining_hits(analyses, model, Category(label))
+        explained = _explaining_hits(analyses, model, Category(label), confidence)
         if explained:
             ranked.append(
                 Candidate(
@@ -65,7 +72,7 @@ def rerank(analyses: Sequence[InputAnalysis], decision: Decision, model: Model) 
 
 
 def _explaining_hits(
-    analyses: Sequence[InputAnalysis], model: Model, category: Category
+    analyses: Sequence[InputAnalysis], model: Model, category: Category, confidence: float
 ) -> tuple[WeighedHit, ...]:
     scored = []
     for analysis in analyses:
@@ -74,7 +81,7 @@ def _explaining_hits(
             if support > 0:
                 scored.append((support, hit))
     scored.sort(key=lambda item: (-item[0], item[1].path, item[1].lineno or 0))
-    note = f"in the labelled corpus, this line usually meant {category.value}"
+    note = f"in the labelled corpus, this line {how_often(confidence)} meant {category.value}"
     return tuple(
         WeighedHit(hit=hit, category=category, weight=min(support, 1.0), note=note)
         for support, hit in scored[:EXPLAINING_LINES]
