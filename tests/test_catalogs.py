@@ -15,6 +15,7 @@ from crashlens.library import tables_dir
 from crashlens.match.catalogs import (
     CATEGORIES,
     MIN_TEXT,
+    PATTERN_BUDGET,
     Catalog,
     CatalogEntry,
     CoverageRow,
@@ -314,3 +315,79 @@ def test_a_shell_word_list_is_checked() -> None:
     entry["shell"] = ["Killed", "已杀死"]
     parsed = parse_catalog({**table, "entry": [entry]}, "t.toml")
     assert parsed.entries[0].shell == ("Killed", "已杀死")
+
+
+# Printed forms: one message, every way programs print it.
+
+
+def _printed_table(*forms: str, **entry_changes: object) -> dict[str, object]:
+    table = _good_table(message="out of memory", **entry_changes)
+    table["catalog"]["printed"] = list(forms)  # type: ignore[index]
+    return table
+
+
+def test_printed_forms_give_an_entry_its_message_as_each_program_prints_it() -> None:
+    forms = ("Cuda failure {code} '{message}'", "CUDA runtime error: {message}")
+    entry = parse_catalog(_printed_table(*forms), "tables/fixture.toml").entries[0]
+    assert entry.texts[:2] == ("cudaErrorMemoryAllocation", "CUDA error: out of memory")
+    assert "Cuda failure 2 'out of memory'" in entry.texts
+    assert "CUDA runtime error: out of memory" in entry.texts
+    # a form with the code is left out for an entry without one; the others stay
+    codeless = parse_catalog(_printed_table(*forms, code=None), "tables/fixture.toml")
+    assert codeless.entries[0].texts[-1] == "CUDA runtime error: out of memory"
+    assert not any(text.startswith("Cuda failure") for text in codeless.entries[0].texts)
+    # without a message an entry keeps its own texts
+    plain = _printed_table(*forms)
+    del plain["entry"][0]["message"]  # type: ignore[index]
+    assert len(parse_catalog(plain, "tables/fixture.toml").entries[0].texts) == 2
+
+
+@pytest.mark.parametrize(
+    "form", ["CUDA error", "Cuda failure {code}", "{message} at {file}", "two\n{message}"]
+)
+def test_a_printed_form_without_its_message_is_refused(form: str) -> None:
+    with pytest.raises(PatternError, match=r"catalog: field `printed`"):
+        parse_catalog(_printed_table(form), "tables/fixture.toml")
+
+
+@pytest.mark.parametrize(
+    ("line", "rule_id"),
+    [
+        # FasterTransformer's and TurboMind's check_cuda_error (not the NCCL form of the rule)
+        (
+            "[FT][ERROR] CUDA runtime error: out of memory /workspace/FasterTransformer/src/"
+            "fastertransformer/utils/allocator.h:181",
+            "gpu-oom-cuda-error-out-of-memory",
+        ),
+        ("RuntimeError: CUDA failed with error out of memory", "gpu-oom-cuda-error-out-of-memory"),
+        (
+            "misc/strongstream.cc:310 NCCL WARN Cuda failure 2 'out of memory'",
+            "gpu-oom-cuda-error-out-of-memory",
+        ),
+        (
+            "GPUassert: no kernel image is available for execution on the device kernel.cu 42",
+            "driver-no-kernel-image",
+        ),
+        (
+            "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=35 : "
+            "CUDA driver version is insufficient for CUDA runtime version",
+            "driver-cuda-driver-insufficient",
+        ),
+        (
+            "include/alloc.h:48 NCCL WARN Cuda failure 'an illegal memory access was encountered'",
+            "hardware-cuda-illegal-memory-access",
+        ),
+    ],
+)
+def test_shipped_cuda_errors_are_known_in_every_printed_form(line: str, rule_id: str) -> None:
+    rule = next(rule for rule in shipped_rules() if rule.id == rule_id)
+    assert rule.match_line(line) is not None
+
+
+def test_a_rule_of_many_entries_gets_patterns_within_the_budget() -> None:
+    # the programming-error rule selects every `application` CUDA error in every printed form
+    rule = next(rule for rule in shipped_rules() if rule.id == "hardware-cuda-programming-error")
+    assert len(rule.patterns) > 1
+    assert all(len(pattern) <= PATTERN_BUDGET + 200 for pattern in rule.patterns)
+    assert rule.match_line("GPUassert: invalid configuration argument kernel.cu 42") is not None
+    assert rule.match_line("CUDA runtime error: invalid argument") is not None

@@ -51,6 +51,7 @@ __all__ = [
     "FIELDS",
     "MIN_TEXT",
     "NON_CAUSES",
+    "PATTERN_BUDGET",
     "XID_TABLE",
     "Catalog",
     "CatalogEntry",
@@ -152,12 +153,28 @@ def referenced_entries(spec: object, rule_path: str) -> tuple[CatalogEntry, ...]
     return tuple(entries.values())
 
 
+PATTERN_BUDGET = 6000
+"""Characters one pattern of a rule's catalog texts may take: a rule that selects many entries
+(each in several printed forms) gets several patterns, as Hyperscan refuses a pattern past its
+length limit and any one of a rule's patterns may match."""
+
+
 def catalog_patterns(spec: object, rule_path: str) -> tuple[str, ...]:
     """The line patterns a rule's `catalog` value stands for (none when it has none)."""
     entries = referenced_entries(spec, rule_path)
-    if not entries:
-        return ()
-    return (literal_pattern(text for entry in entries for text in entry.texts),)
+    texts = sorted(
+        dict.fromkeys(text for entry in entries for text in entry.texts),
+        key=lambda text: (-len(text), text),
+    )
+    groups: list[list[str]] = []
+    size = PATTERN_BUDGET
+    for text in texts:  # longest first in every group, so the most specific text still wins
+        if size + len(text) + 1 > PATTERN_BUDGET:
+            groups.append([])
+            size = 0
+        groups[-1].append(text)
+        size += len(text) + 1
+    return tuple(literal_pattern(group) for group in groups)
 
 
 def _covered(example: str, rules: Sequence[LineMatcher]) -> bool:

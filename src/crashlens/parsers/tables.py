@@ -11,9 +11,10 @@ and field, like a malformed rule.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -38,7 +39,7 @@ CATEGORIES = frozenset(category.value for category in Category) | NON_CAUSES
 FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "table": frozenset({"catalog", "entry"}),
-        "catalog": frozenset({"name", "title", "sources"}),
+        "catalog": frozenset({"name", "title", "sources", "printed"}),
         "entry": frozenset(
             {
                 "id",
@@ -52,6 +53,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
                 "source",
                 "example",
                 "unless_stopped",
+                "message",
             }
         ),
         "reference": frozenset({"table", "category", "ids"}),
@@ -89,6 +91,9 @@ class CatalogEntry:
     """The signals table only: the words a shell prints for a command this signal killed
     (glibc's strsignal text, also in the locale's languages), which the failure detector
     reads at the end of a line; short words (`Quit`) are no `texts` of their own."""
+    message: str = ""
+    """The error's message string (what the library's error-string function returns), where
+    the table's `printed` forms put it into texts of their own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +227,40 @@ def _entry(entry: object, index: int, path: str) -> CatalogEntry:
         example=example,
         shell=_shell(entry, where, path),
         unless_stopped=_optional_string(entry, "unless_stopped", where, path),
+        message=_optional_string(entry, "message", where, path),
     )
+
+
+PLACEHOLDER = re.compile(r"\{([a-z]*)\}")
+"""A `{name}` in a `printed` form: `{message}` (required) and `{code}`."""
+
+
+def _printed(header: dict[str, Any], path: str) -> tuple[str, ...]:
+    """The table's `printed` forms: how other programs print an entry's message."""
+    if "printed" not in header:
+        return ()
+    forms = _strings(header, "printed", "catalog", path)
+    for form in forms:
+        names = PLACEHOLDER.findall(form)
+        if "message" not in names or set(names) - {"message", "code"} or "\n" in form:
+            message = f"field `printed`: {form!r} must be one line with {{message}} (and {{code}})"
+            raise fail(path, "catalog", message)
+    return forms
+
+
+def _with_printed(entry: CatalogEntry, forms: Sequence[str]) -> CatalogEntry:
+    """`entry` with its message in every printed form as texts of its own (a form with
+    `{code}` only where the entry has a code)."""
+    if not entry.message or not forms:
+        return entry
+    texts = list(entry.texts)
+    for form in forms:
+        if "{code}" in form and entry.code is None:
+            continue
+        text = form.replace("{message}", entry.message).replace("{code}", str(entry.code))
+        if text not in texts:
+            texts.append(text)
+    return replace(entry, texts=tuple(texts))
 
 
 def parse_catalog(data: dict[str, Any], path: str) -> Catalog:
@@ -241,7 +279,10 @@ def parse_catalog(data: dict[str, Any], path: str) -> Catalog:
     raw_entries = data.get("entry")
     if not isinstance(raw_entries, list) or not raw_entries:
         raise fail(path, "entry", "a table needs at least one [[entry]]")
-    entries = tuple(_entry(raw, index, path) for index, raw in enumerate(raw_entries))
+    forms = _printed(header, path)
+    entries = tuple(
+        _with_printed(_entry(raw, index, path), forms) for index, raw in enumerate(raw_entries)
+    )
     _unique(entries, path)
     return Catalog(
         name=name,
