@@ -100,8 +100,13 @@ def literal_pattern(texts: Iterable[str]) -> str:
     Only regex metacharacters are escaped (`re.escape` would also escape spaces, which
     some scan backends read differently); the result never crosses a line.
     """
-    ordered = sorted(dict.fromkeys(texts), key=lambda text: (-len(text), text))
+    ordered = _longest_first(texts)
     return "(?:" + "|".join(_REGEX_SPECIAL.sub(r"\\\1", text) for text in ordered) + ")"
+
+
+def _longest_first(texts: Iterable[str]) -> list[str]:
+    """`texts` without repeats, longest first (ties in text order)."""
+    return sorted(dict.fromkeys(texts), key=lambda text: (-len(text), text))
 
 
 def tables_for(rule_path: str) -> Path:
@@ -162,10 +167,7 @@ length limit and any one of a rule's patterns may match."""
 def catalog_patterns(spec: object, rule_path: str) -> tuple[str, ...]:
     """The line patterns a rule's `catalog` value stands for (none when it has none)."""
     entries = referenced_entries(spec, rule_path)
-    texts = sorted(
-        dict.fromkeys(text for entry in entries for text in entry.texts),
-        key=lambda text: (-len(text), text),
-    )
+    texts = _longest_first(text for entry in entries for text in entry.texts)
     groups: list[list[str]] = []
     size = PATTERN_BUDGET
     for text in texts:  # longest first in every group, so the most specific text still wins
