@@ -91,3 +91,17 @@ def test_a_name_hyperscan_refuses_takes_re_for_every_level() -> None:
     text = b"host-a host-b " + huge
     assert learned.spans(text) == _alternation_spans(names, text)
     assert not learned.hyperscan
+
+
+def test_a_token_longer_than_any_host_name_is_replaced_where_found_but_not_learned() -> None:
+    # a pdsh prefix glued to a 100,000-character run (a mutated log from the fuzz campaign):
+    # learned, that name was searched in every text, 15 s a text on the run of its characters
+    glued = "A" * 100_000 + "node-02"
+    text = f"{glued}:2290:2410 [2] NCCL INFO NET/IB : Using [0]ml{'A' * 200_000}\n"
+    redactor = Redactor()
+    out = redactor.text(text)
+    assert "node-02" not in out  # the row still gave the token its pseudonym
+    assert redactor.mapping() == {"host-1": glued}
+    assert redactor._names.names == []  # noqa: SLF001 (nothing that long is searched for)
+    redactor.learn_host("node-03")
+    assert redactor._names.names == [b"node-03"]  # noqa: SLF001

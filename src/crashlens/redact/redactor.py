@@ -77,6 +77,10 @@ _MEMO_BUDGET = 64 * 1024 * 1024
 bundle's first logs are, and those are redacted first)."""
 _LINES_BUDGET = 32 * 1024 * 1024
 """The same for the memo of lines (kept apart: lines fill a budget much faster)."""
+_MAX_LEARNED = 253
+"""The longest host, user or account name searched for in every text: the longest name DNS
+allows (RFC 1035; user, cloud account and bucket names are far shorter). A longer token a row
+takes for a name still gets its pseudonym where the row finds it."""
 _MAX_SHOWN_HOSTS = 65536
 """Host names `shown_host` remembers; past this, forgotten and found again."""
 _MAX_MASKS = 4096
@@ -260,6 +264,11 @@ class Redactor:
     def _add(self, token: str, pseudonym: str, *, loose: bool) -> None:
         if token.isdigit() and len(token) < 8:
             return  # a short number is never replaced wherever it stands (an id, a port)
+        if len(token) > _MAX_LEARNED:
+            # no host, user or account id is this long; the rows still replace it where
+            # they find it, but as a learned name searched in every text it would make the
+            # search quadratic on a long run of its characters (a 100 KB name: 15 s a text)
+            return
         key = fold(token)
         if key not in self._learned:
             self._learned[key] = (pseudonym, loose)
