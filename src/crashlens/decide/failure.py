@@ -54,7 +54,13 @@ from crashlens.decide.harmless_output import harmless_entry
 from crashlens.decide.ignored import LIFESPAN_SAYS, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
-from crashlens.decide.stop_order import FailureFirst, cause_level, failure_before_stop, progress_of
+from crashlens.decide.stop_order import (
+    STOPPED_LSF,
+    FailureFirst,
+    cause_level,
+    failure_before_stop,
+    progress_of,
+)
 from crashlens.decide.unended import ended_process, without_ending
 from crashlens.match.catalogs import load_catalogs
 from crashlens.match.rules import Rule, rule_index, shipped_rules
@@ -321,7 +327,9 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
     def add(ending: Ending, sign_kind: str, says: str) -> None:
         found.append(Sign(ending, sign_kind, item, says))
 
-    if key in ("launcher.exit_code", "process.exit_code", "k8s.exit_code"):
+    if key == "process.exit_code" and (why := STOPPED_LSF.get(str(item.attr("lsf_term")))):
+        add(Ending.STOPPED, "scheduler", f"LSF ended the job: {why} (exit status {value})")
+    elif key in ("launcher.exit_code", "process.exit_code", "k8s.exit_code"):
         _exit_sign(value, add, "")
     elif key == "docker.exit_code" and (value != 0 or exited):
         _exit_sign(value, add, "the container ")
@@ -396,6 +404,12 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
             add(Ending.STOPPED, "scheduler", f"Slurm cancelled the job{what}")
     elif key == "slurm.task_failure":
         _srun_sign(str(value), add)
+    elif key == "lsf.term":
+        reason = str(value)
+        if (why := STOPPED_LSF.get(reason)) is not None:
+            add(Ending.STOPPED, "scheduler", f"LSF ended the job: {why} ({reason})")
+        else:
+            add(Ending.DIED, "state", f"LSF's job report gives the termination reason {reason}")
     elif key == "mpi.nonzero_exit":
         add(Ending.DIED, "exit", "Open MPI reports a process that exited with a non-zero status")
     elif key == "slurm.oom_kill_events":

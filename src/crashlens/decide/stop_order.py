@@ -60,6 +60,28 @@ MIN_STEPS_AFTER = 3
 _USER_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
 _EXPLICIT_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})
 _EXPLICIT_K8S = frozenset({"Preempting", "Shutdown", "NodeShutdown"})
+STOPPED_LSF = {
+    "TERM_RUNLIMIT": "the job reached its run time limit",
+    "TERM_CPULIMIT": "the job reached its CPU time limit",
+    "TERM_DEADLINE": "the job's deadline passed",
+    "TERM_WINDOW": "the queue's run window closed",
+    "TERM_OWNER": "its owner killed it (bkill)",
+    "TERM_FORCE_OWNER": "its owner killed it at once (bkill -r)",
+    "TERM_ADMIN": "an administrator killed it",
+    "TERM_FORCE_ADMIN": "an administrator killed it at once",
+    "TERM_REQUEUE_OWNER": "its owner killed and requeued it",
+    "TERM_REQUEUE_ADMIN": "an administrator killed and requeued it",
+    "TERM_PREEMPT": "it was preempted",
+    "TERM_BUCKET_KILL": "it was killed with bkill -b",
+    "TERM_CHKPNT": "it was killed after a checkpoint",
+    "TERM_LOAD": "the host's load passed the queue's threshold",
+}
+"""LSF termination reasons that say who stopped the job and why (IBM Spectrum LSF's
+`Termination reasons`, as `bhist -l` and the job report print them): a stop from outside,
+like Slurm's TIMEOUT or CANCELLED by a user. The job was killed with SIGINT, SIGTERM, SIGUSR2
+(the run limit's warning) and then SIGKILL, so the report's exit status (130, 140, 143, 137)
+is that stop's. The other reasons (TERM_MEMLIMIT, TERM_SWAP, TERM_PROCESSLIMIT,
+TERM_THREADLIMIT, TERM_CWD_NOTEXIST, TERM_RMS, TERM_EXTERNAL_SIGNAL, ...) are deaths."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +121,10 @@ def explicit_stop(item: Fact) -> bool:
         # and, on newer versions, the cancelling uid; a bare `CANCELLED AT` is scancel or
         # slurmstepd's own kill (an exceeded memory limit).
         return value != "unspecified"
+    if key == "lsf.term":
+        return value in STOPPED_LSF
+    if key == "process.exit_code" and item.attr("lsf_term") is not None:
+        return str(item.attr("lsf_term")) in STOPPED_LSF
     if key == "slurm.task_failure":
         return value.lower() == "interrupt"
     if key in ("k8s.reason", "k8s.event"):

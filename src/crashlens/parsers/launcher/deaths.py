@@ -27,6 +27,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `slurm.state`: str a job or step state from `sacct`, `scontrol show job` or `seff`
   (`OUT_OF_MEMORY`, `FAILED`, `NODE_FAIL`, `TIMEOUT`, `CANCELLED`, `PREEMPTED`, `COMPLETED`,
   truncated `OUT_OF_ME+` read whole); attrs exit_code, signal, by (the uid that cancelled).
+* `lsf.term`: str the termination reason an IBM Spectrum LSF job report gives (`TERM_RUNLIMIT`,
+  `TERM_MEMLIMIT`, `TERM_OWNER`, ...); the report's `Exited with exit code N.` just below it is
+  a `process.exit_code` with attr `lsf_term` (that reason).
 * `launcher.completed` (see the package docstring): the run's completion line, in any log: a
   line of the finish signs' catalog (`finish_signs.py`, `tables/finish_signs.toml`); attrs
   scope, tool.
@@ -162,6 +165,10 @@ _EXIT_WORDING = re.compile(
     r"|\bexitcode=) ?(-?[0-9]+)\b",
     re.IGNORECASE,
 )
+_LSF_TERM = re.compile(r"^[ \t]*(TERM_[A-Z_]{2,40}): [A-Za-z]")
+"""The termination reason an LSF job report gives (`TERM_RUNLIMIT: job killed after reaching
+LSF run time limit.`), on its own line above the report's `Exited with exit code N.`."""
+_LSF_EXITED = re.compile(r"^[ \t]*Exited with exit code -?[0-9]+\.")
 _MPI_NONZERO = re.compile(
     # Open MPI's two wordings for a job whose process returned a non-zero status
     r"a non-zero exit code\. Per user-direction, the job has been aborted"
@@ -307,6 +314,8 @@ class DeathSigns(AnchoredCollector):
         self.ending: list[Fact] = []
         self.progress: list[Fact] = []
         self.contrast: list[Fact] = []
+        self.lsf_term: tuple[str, int] | None = None
+        """The last LSF termination reason and its line: the report's exit status follows it."""
 
     def _sign(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> None:
         if (key, str(value)) in self.states or len(self.signs) >= MAX_SIGNS:
@@ -374,9 +383,25 @@ class DeathSigns(AnchoredCollector):
     def on_exit_wording(self, line: Line) -> None:
         if m := _EXIT_WORDING.search(line.text):
             if (code := bounded_int(m.group(2))) is not None:
-                self._sign("process.exit_code", code, line, wording=m.group(1).lower())
+                # the status of an LSF job report says why through the reason line above it
+                term = self.lsf_term
+                reason = (
+                    term[0]
+                    if term is not None
+                    and term[1] == line.lineno - 1
+                    and _LSF_EXITED.match(line.text)
+                    else None
+                )
+                self._sign(
+                    "process.exit_code", code, line, wording=m.group(1).lower(), lsf_term=reason
+                )
         elif _MPI_NONZERO.search(line.text):
             self._sign("mpi.nonzero_exit", True, line)
+
+    def on_lsf_term(self, line: Line) -> None:
+        if m := _LSF_TERM.match(line.text):
+            self.lsf_term = (m.group(1), line.lineno)
+            self._sign("lsf.term", m.group(1), line)
 
     def on_k8s(self, line: Line) -> None:
         if m := _K8S_REASON.search(line.text):
@@ -526,6 +551,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         rf"(?:{_SLURM_STATES})[ \t|]+[0-9]+:[0-9]+|JobState=[A-Z]|^State: [A-Z_]+ \(exit code",
         D.on_slurm_state,
     ),
+    # an LSF job report's termination reason
+    Anchor(r"^[ \t]*TERM_[A-Z_]+: [A-Za-z]", D.on_lsf_term),
     # a serving engine's own death sign (vLLM, SGLang, TGI)
     Anchor(_ENGINE_ANCHOR, D.on_engine_dead),
     # squeue's row for a pending job: `PD`, no time run, the reason in parentheses
