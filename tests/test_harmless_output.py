@@ -309,3 +309,31 @@ def test_last_words_of_success_are_a_finish(tmp_path: Path, last: str) -> None:
     report = _report(tmp_path, text)
     assert _ending(report) is Ending.COMPLETED
     assert report.verdict is Verdict.NONE
+
+
+NVML_POLLER = "".join(
+    f"E0611 14:02:{second:02d}.120511 1 metrics.cc:238] failed to get energy consumption "
+    "for GPU 1, NVML_ERROR 3\n"
+    for second in range(0, 12, 2)
+)
+"""Triton's metrics poller asking a GPU for a counter it does not offer, every two seconds:
+NVML's code 3 is NVML_ERROR_NOT_SUPPORTED (`tables/nvml_errors.toml`, NVIDIA's definition)."""
+
+
+def test_a_monitoring_loops_not_supported_status_is_going_on(tmp_path: Path) -> None:
+    report = _report(tmp_path, NVML_POLLER)
+    assert _ending(report) is Ending.ONGOING
+    assert report.verdict is Verdict.NONE
+    assert harmless_entry("failed to get energy consumption for GPU 1, NVML_ERROR 3") is not None
+
+
+def test_only_nvml_statuses_that_say_nothing_failed_are_harmless() -> None:
+    assert harmless_entry("nvmlInit failed: NVML_ERROR_DRIVER_NOT_LOADED") is None
+    assert harmless_entry("Failed to initialize NVML: Driver/library version mismatch") is None
+
+
+def test_the_not_supported_status_does_not_hide_a_death_after_it(tmp_path: Path) -> None:
+    text = NVML_POLLER + "Segmentation fault (core dumped)\n"
+    report = _report(tmp_path, text)
+    assert _ending(report) is Ending.DIED
+    assert report.verdict is not Verdict.NONE

@@ -17,11 +17,21 @@ from functools import cache
 from crashlens.match.catalogs import CatalogEntry, load_catalogs
 
 TABLE = "harmless_output"
+STATUS_TABLES = ("nvml_errors",)
+"""Catalogs whose `noise` entries are harmless output too: NVML's statuses that say a query
+succeeded or that the device does not offer it (NOT_SUPPORTED, NO_DATA, DEPRECATED), by
+NVIDIA's own definition of each code. A monitoring loop (Triton's metrics poller, a GPU
+exporter) prints them every few seconds and goes on."""
 
 
 @cache
 def _entries() -> tuple[CatalogEntry, ...]:
-    return tuple(entry for c in load_catalogs() if c.name == TABLE for entry in c.entries)
+    return tuple(
+        entry
+        for c in load_catalogs()
+        for entry in c.entries
+        if c.name == TABLE or (c.name in STATUS_TABLES and entry.category == "noise")
+    )
 
 
 def harmless_entry(line: str) -> CatalogEntry | None:
