@@ -174,3 +174,38 @@ def test_a_folded_wording_past_ascii_is_found_by_its_literal_as_hyperscan_finds_
     data = ("\n".join(lines) + "\n").encode("utf-8")
     found = [(c.lineno, sorted(c.patterns)) for c in scan.scan_chunks([data], searcher)]
     assert found == [(1, [0]), (2, [0]), (4, [0]), (5, [1]), (6, [1]), (7, [2])]
+
+
+def test_a_narrowed_search_knows_which_patterns_need_prefilter_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pattern Hyperscan refuses (a backreference) is compiled in prefilter mode; the search
+    rebuilt without ignored patterns is told so, and so is a database loaded from the disk
+    cache: neither checks the expressions one compile at a time again (6 s for the library)."""
+    pytest.importorskip("hyperscan")
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path))
+    patterns = [
+        scan.ScanPattern("[Ss]tep [0-9]+"),
+        scan.ScanPattern(r"(ab)\1 again"),
+        scan.ScanPattern("Bus error"),
+    ]
+    text = b"step 3\nabab again\nBus error\nabxy again\n"
+    full = scan.HyperscanBackend(patterns)
+    assert full._prefiltered == frozenset({1})  # noqa: SLF001
+    checked: list[bytes] = []
+    compiles = scan._compiles
+
+    def counted(hyperscan: object, expression: bytes, flags: int) -> bool:
+        checked.append(expression)
+        return compiles(hyperscan, expression, flags)
+
+    monkeypatch.setattr(scan, "_compiles", counted)
+    narrowed = full.without({0})
+    assert checked == []
+    # the refused pattern's prefilter reports a superset (the line re-check makes it exact)
+    found = {index for index, _ in narrowed.ends(text)}
+    assert found == {1, 2}
+    again = scan.HyperscanBackend(patterns)  # from the disk cache
+    assert again._prefiltered == frozenset({1})  # noqa: SLF001
+    again.without({2})
+    assert checked == []

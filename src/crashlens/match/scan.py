@@ -355,8 +355,14 @@ class HyperscanBackend:
 
     name = "hyperscan"
 
-    def __init__(self, patterns: Sequence[ScanPattern], ids: Sequence[int] | None = None) -> None:
-        """`ids`: the index each pattern reports (default: its position)."""
+    def __init__(
+        self,
+        patterns: Sequence[ScanPattern],
+        ids: Sequence[int] | None = None,
+        prefiltered: AbstractSet[int] | None = None,
+    ) -> None:
+        """`ids`: the index each pattern reports (default: its position); `prefiltered`: the
+        ids known to need prefilter mode (found by the backend this one narrows)."""
         import hyperscan  # deferred: a native module, only needed when scanning
 
         self._hs = hyperscan
@@ -371,6 +377,11 @@ class HyperscanBackend:
             | (hyperscan.HS_FLAG_CASELESS if p.ignore_case else 0)
             for p in patterns
         ]
+        for index, pattern_id in enumerate(self._ids):
+            if prefiltered is not None and pattern_id in prefiltered:
+                flags[index] |= hyperscan.HS_FLAG_PREFILTER
+        self._prefiltered: frozenset[int] | None = None
+        """The ids compiled in prefilter mode, once known: what `without` passes on."""
         self._empty = not expressions
         if self._empty:
             return
@@ -378,6 +389,7 @@ class HyperscanBackend:
         cached = _load_cached(hyperscan, cache)
         if cached is not None:
             self._db = cached
+            self._prefiltered = _load_prefiltered(cache)
             return
         try:
             self._db = _database(hyperscan, expressions, flags, self._ids)
@@ -385,12 +397,20 @@ class HyperscanBackend:
             # Constructs hyperscan rejects (backreferences, some assertions) are compiled in
             # prefilter mode: it then reports a superset, and the line re-check keeps results
             # exact. Found one by one only when the whole set fails, since each check is a
-            # compile of its own.
+            # compile of its own (about 3 ms: 6 s for the rule library); so the answer is kept
+            # beside the database and handed to every narrowed search of it, which would
+            # otherwise pay the 6 s again for each set of patterns it leaves out.
             for index, expression in enumerate(expressions):
                 if not _compiles(hyperscan, expression, flags[index]):
                     flags[index] |= hyperscan.HS_FLAG_PREFILTER
             self._db = _database(hyperscan, expressions, flags, self._ids)
+        self._prefiltered = frozenset(
+            pattern_id
+            for pattern_id, flag in zip(self._ids, flags, strict=True)
+            if flag & hyperscan.HS_FLAG_PREFILTER
+        )
         _store(hyperscan, self._db, cache)
+        _store_prefiltered(cache, self._prefiltered)
 
     def ends(self, buffer: bytes, ignored: AbstractSet[int] = frozenset()) -> list[tuple[int, int]]:
         if self._empty or not buffer:
@@ -415,7 +435,7 @@ class HyperscanBackend:
         kept = [(i, p) for i, p in zip(self._ids, self._patterns, strict=True) if i not in ignored]
         if len(kept) == len(self._ids):
             return self
-        return HyperscanBackend([p for _, p in kept], [i for i, _ in kept])
+        return HyperscanBackend([p for _, p in kept], [i for i, _ in kept], self._prefiltered)
 
     @property
     def ignored_matches(self) -> int:
@@ -461,6 +481,23 @@ def _load_cached(hyperscan: Any, name: str | None) -> Any:
 def _store(hyperscan: Any, database: Any, name: str | None) -> None:
     if name is not None:
         write_entry(name, hyperscan.dumpb(database))
+
+
+def _load_prefiltered(name: str | None) -> frozenset[int] | None:
+    """The ids a cached database compiled in prefilter mode (None: not recorded)."""
+    data = read_entry(f"{name}.prefilter") if name is not None else None
+    if data is None:
+        return None
+    try:
+        text = data.decode("ascii")
+        return frozenset(int(word) for word in text.split(",") if word)
+    except ValueError:  # a damaged entry: unknown, found again when needed
+        return None
+
+
+def _store_prefiltered(name: str | None, prefiltered: frozenset[int]) -> None:
+    if name is not None:
+        write_entry(f"{name}.prefilter", ",".join(map(str, sorted(prefiltered))).encode())
 
 
 def _database(
