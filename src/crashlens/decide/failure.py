@@ -209,6 +209,17 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     ]
     deaths = [s for s in deaths if s not in unloading]
     finishes += [Sign(Ending.COMPLETED, "exiting", s.fact, UNLOADING_SAYS) for s in unloading]
+    # A crash whose stack runs through the exit path (exit handlers, the interpreter's
+    # finalization) happened after the program's work had returned; not where a failure is
+    # in view, whose teardown crashes the same way (a CUDA error freed at exit).
+    exit_paths = _exit_path_crashes(facts)
+    in_teardown = [s for s in deaths if _position(s) in exit_paths]
+    if in_teardown and not _failure_in_view(facts, hits, rules):
+        deaths = [s for s in deaths if s not in in_teardown]
+        finishes += [
+            Sign(Ending.COMPLETED, "exiting", s.fact, exit_path_says(exit_paths[_position(s)]))
+            for s in in_teardown
+        ]
     # Python exits the same way after an uncaught exception: with one in view, no finish.
     if any(f.key == "python.exception" and f.attr("teardown") is None for f in facts):
         finishes = [s for s in finishes if s.kind != "exiting"]
@@ -271,6 +282,21 @@ def _failure_first(
     stopped, causes = [s.fact for s in stops], without_ignored(hits, facts)
     return failure_before_stop(
         stopped, causes, kinds, index.failure, index.knock_on, progress_of(facts)
+    )
+
+
+def _exit_path_crashes(facts: Sequence[Fact]) -> dict[tuple[str, int], str]:
+    """(path, line) of each crash line whose native stack runs through the exit path, with
+    the exit-path function (`native.exit_crash`)."""
+    return {
+        (f.path, f.lineno or 0): str(f.value) for f in facts if f.key == "native.exit_crash"
+    }
+
+
+def exit_path_says(function: str) -> str:
+    return (
+        f"the process crashed in its exit path ({function} on its stack): after its own work "
+        "had returned, as it was tearing down"
     )
 
 
@@ -494,6 +520,7 @@ _SIGNAL_SOURCES = {
     "accelerate": "accelerate's report",
     "agent-received": "the elastic agent",
     "text": "the log's wording",
+    "crash-handler": "a crash handler's report (abseil, glog)",
 }
 """How each `launcher.signal` source is named in a sentence."""
 

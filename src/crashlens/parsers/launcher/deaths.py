@@ -27,6 +27,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `slurm.state`: str a job or step state from `sacct`, `scontrol show job` or `seff`
   (`OUT_OF_MEMORY`, `FAILED`, `NODE_FAIL`, `TIMEOUT`, `CANCELLED`, `PREEMPTED`, `COMPLETED`,
   truncated `OUT_OF_ME+` read whole); attrs exit_code, signal, by (the uid that cancelled).
+* `native.exit_crash`: str an exit-path function (`__run_exit_handlers`, `Py_FinalizeEx`, Ray's
+  `CoreWorker::ForceExit`, `_EXIT_PATH`) on the native stack under a crash line (a fatal message,
+  a crash handler's or a debugger's signal); its line is the crash line; attr `frame`.
 * `lsf.term`: str the termination reason an IBM Spectrum LSF job report gives (`TERM_RUNLIMIT`,
   `TERM_MEMLIMIT`, `TERM_OWNER`, ...); the report's `Exited with exit code N.` just below it is
   a `process.exit_code` with attr `lsf_term` (that reason).
@@ -156,9 +159,30 @@ _BY_SIGNAL = re.compile(
     # (not the DataLoader's `killed by signal: Bus error`, which its own handler reads)
     rf"|(?<!by )\bsignal: ({_WORDS})\b"
     # cargo's report on a child (cargo-util's process_error.rs: `(signal: 9, SIGKILL: kill)`)
-    r"|\(signal: [0-9]+, (SIG[A-Z0-9]+): ",
+    r"|\(signal: [0-9]+, (SIG[A-Z0-9]+): "
+    # the crash handlers of abseil (TensorFlow, JAX/XLA, Ray, gRPC: `*** SIGSEGV received at
+    # time=1741149596 on cpu 63 ***`) and glog (`*** SIGSEGV (@0x0) received by PID 4242 (TID
+    # 0x7f...) from PID 0; stack trace: ***`), each followed by the crashed stack
+    r"|\*\*\* (SIG[A-Z0-9]+) (?:received at time=|\(@0x[0-9a-f]+\) received by PID )",
     re.IGNORECASE,
 )
+_NATIVE_FRAME = (
+    r"(?:^|[ \t)\]])(?:PC: )?@ +0x[0-9a-fA-F]{4,}|frame #[0-9]+: "
+    r"|^#[0-9]+ +0x[0-9a-fA-F]+ in "
+)
+"""A frame line of a crashed process's native stack: abseil's and glog's (`@ 0x7f...`, also
+behind a prefix such as Ray's `(TorchTrainer pid=439, ip=...)`),
+c10's (`frame #3: ...`), gdb's (`#3  0x7f... in ...`)."""
+_EXIT_PATH = re.compile(
+    r"\b(?:__run_exit_handlers|_dl_fini|__cxa_finalize|Py_FinalizeEx|Py_Finalize|Py_Exit"
+    r"|finalize_modules|PyImport_Cleanup|atexit_callfuncs"
+    r"|CoreWorker::(?:ForceExit|Shutdown|Disconnect|Exit))\b"
+)
+"""Functions that run only once a process is exiting: libc's exit handlers and library
+destructors, the interpreter's finalization, Ray's worker shutdown. A crash with one of them
+on its stack happened after the program's own work had returned (its teardown)."""
+CRASH_STACK_LINES = 400
+"""Lines below a crash line that its stack may take (c10's and abseil's stacks run to ~60)."""
 _EXIT_WORDING = re.compile(
     r"(exited with (?:exit )?code|finished with exit code|exit status|exit code:?"
     # a torchelastic ProcessFailure's repr (`exitcode=-7`)
@@ -314,6 +338,9 @@ class DeathSigns(AnchoredCollector):
         self.ending: list[Fact] = []
         self.progress: list[Fact] = []
         self.contrast: list[Fact] = []
+        self.crash: tuple[int, str] | None = None
+        """The last line that reported a crash (a fatal message, a crash handler's or a
+        debugger's signal): the native stack below it is its stack."""
         self.lsf_term: tuple[str, int] | None = None
         """The last LSF termination reason and its line: the report's exit status follows it."""
 
@@ -335,6 +362,7 @@ class DeathSigns(AnchoredCollector):
 
     def on_debugger(self, line: Line) -> None:
         if (m := _DEBUGGER.search(line.text)) and (name := signal_name(m.group(1))):
+            self.crash = (line.lineno, line.raw)
             self.signals.add(
                 name, line.lineno, line.raw, rank=line.rank, host=line.host, source="debugger"
             )
@@ -354,6 +382,8 @@ class DeathSigns(AnchoredCollector):
                     source="faulthandler",
                 )
         mechanism = fatal_kind(line.text) or fatal_kind(line.raw)
+        if mechanism is not None:
+            self.crash = (line.lineno, line.raw)
         if mechanism is not None and mechanism not in self.fatal:
             self.fatal.add(mechanism)
             self.signs.append(fact("log.fatal", mechanism, self.path, line.lineno, text=line.raw))
@@ -371,11 +401,15 @@ class DeathSigns(AnchoredCollector):
         if m.group(4):
             name = SIGNALS.get(SIGNAL_WORDS.get(m.group(4).lower(), 0))
         else:
-            name = signal_name((m.group(1) or m.group(2) or m.group(5)).upper())
+            name = signal_name((m.group(1) or m.group(2) or m.group(5) or m.group(6)).upper())
         pid = bounded_int(m.group(3)) if m.group(3) else None
         if name is not None:
+            if m.group(6):
+                self.crash = (line.lineno, line.raw)
             # With the pid, torchelastic's own line and this one name one death (`SignalLog`).
-            source = "torchelastic" if pid is not None else "text"
+            source = (
+                "torchelastic" if pid is not None else "crash-handler" if m.group(6) else "text"
+            )
             self.signals.add(
                 name, line.lineno, line.raw, rank=line.rank, host=line.host, pid=pid, source=source
             )
@@ -397,6 +431,28 @@ class DeathSigns(AnchoredCollector):
                 )
         elif _MPI_NONZERO.search(line.text):
             self._sign("mpi.nonzero_exit", True, line)
+
+    def on_native_frame(self, line: Line) -> None:
+        """A frame of the exit path under a crash line: the crash happened in teardown."""
+        crash = self.crash
+        if crash is None or line.lineno - crash[0] > CRASH_STACK_LINES:
+            return
+        if (m := _EXIT_PATH.search(line.text)) is None:
+            return
+        key = ("native.exit_crash", str(crash[0]))
+        if key in self.states or len(self.signs) >= MAX_SIGNS:
+            return
+        self.states.add(key)
+        self.signs.append(
+            fact(
+                "native.exit_crash",
+                m.group(0),
+                self.path,
+                crash[0],
+                text=crash[1],
+                frame=line.raw[:EXCEPTION_CHARS],
+            )
+        )
 
     def on_lsf_term(self, line: Line) -> None:
         if m := _LSF_TERM.match(line.text):
@@ -533,7 +589,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(
         r"(?i:(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal"
         r"|(?:got|caught|received) signal:? ?[0-9S]|signal: [a-z])"
-        r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|\(signal: [0-9]+, SIG[A-Z]",
+        r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|\(signal: [0-9]+, SIG[A-Z]"
+        r"|\*\*\* SIG[A-Z0-9]+ (?:received at time=|\(@0x)",
         D.on_by_signal,
     ),
     Anchor(
@@ -551,6 +608,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         rf"(?:{_SLURM_STATES})[ \t|]+[0-9]+:[0-9]+|JobState=[A-Z]|^State: [A-Z_]+ \(exit code",
         D.on_slurm_state,
     ),
+    # a frame of a crashed process's native stack (abseil, glog, c10, gdb)
+    Anchor(_NATIVE_FRAME, D.on_native_frame),
     # an LSF job report's termination reason
     Anchor(r"^[ \t]*TERM_[A-Z_]+: [A-Za-z]", D.on_lsf_term),
     # a serving engine's own death sign (vLLM, SGLang, TGI)
