@@ -288,9 +288,7 @@ def _failure_first(
 def _exit_path_crashes(facts: Sequence[Fact]) -> dict[tuple[str, int], str]:
     """(path, line) of each crash line whose native stack runs through the exit path, with
     the exit-path function (`native.exit_crash`)."""
-    return {
-        (f.path, f.lineno or 0): str(f.value) for f in facts if f.key == "native.exit_crash"
-    }
+    return {(f.path, f.lineno or 0): str(f.value) for f in facts if f.key == "native.exit_crash"}
 
 
 def exit_path_says(function: str) -> str:
