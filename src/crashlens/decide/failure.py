@@ -217,7 +217,7 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     if in_teardown and not _failure_in_view(facts, hits, rules):
         deaths = [s for s in deaths if s not in in_teardown]
         finishes += [
-            Sign(Ending.COMPLETED, "exiting", s.fact, exit_path_says(exit_paths[_position(s)]))
+            Sign(Ending.COMPLETED, "exiting", s.fact, _exit_path_says(exit_paths[_position(s)]))
             for s in in_teardown
         ]
     # Python exits the same way after an uncaught exception: with one in view, no finish.
@@ -291,7 +291,8 @@ def _exit_path_crashes(facts: Sequence[Fact]) -> dict[tuple[str, int], str]:
     return {(f.path, f.lineno or 0): str(f.value) for f in facts if f.key == "native.exit_crash"}
 
 
-def exit_path_says(function: str) -> str:
+def _exit_path_says(function: str) -> str:
+    """What a crash in the exit path shows, as a clause."""
     return (
         f"the process crashed in its exit path ({function} on its stack): after its own work "
         "had returned, as it was tearing down"
