@@ -56,6 +56,7 @@ from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
 from crashlens.decide.stop_order import (
     STOPPED_LSF,
+    STOPPED_PBS,
     FailureFirst,
     cause_level,
     failure_before_stop,
@@ -429,6 +430,12 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
             add(Ending.STOPPED, "scheduler", f"Slurm cancelled the job{what}")
     elif key == "slurm.task_failure":
         _srun_sign(str(value), add)
+    elif key == "pbs.killed":
+        resource = str(value)
+        if (why := STOPPED_PBS.get(resource)) is not None:
+            add(Ending.STOPPED, "scheduler", f"PBS killed the job: {why}")
+        else:
+            add(Ending.DIED, "state", f"PBS killed the job for passing its {resource} limit")
     elif key == "lsf.term":
         reason = str(value)
         if (why := STOPPED_LSF.get(reason)) is not None:

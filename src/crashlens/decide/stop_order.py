@@ -83,6 +83,13 @@ like Slurm's TIMEOUT or CANCELLED by a user. The job was killed with SIGINT, SIG
 is that stop's. The other reasons (TERM_MEMLIMIT, TERM_SWAP, TERM_PROCESSLIMIT,
 TERM_THREADLIMIT, TERM_CWD_NOTEXIST, TERM_RMS, TERM_EXTERNAL_SIGNAL, ...) are deaths."""
 
+STOPPED_PBS = {
+    "walltime": "the job reached its wall-time limit",
+    "cput": "the job reached its CPU-time limit",
+}
+"""Limits whose PBS kill (`=>> PBS: job killed: walltime ...`) is the scheduler's stop, like
+Slurm's TIMEOUT; a memory limit's kill (mem, vmem, pmem) is a death of its own."""
+
 
 @dataclass(frozen=True, slots=True)
 class Progress:
@@ -123,6 +130,8 @@ def explicit_stop(item: Fact) -> bool:
         return value != "unspecified"
     if key == "lsf.term":
         return value in STOPPED_LSF
+    if key == "pbs.killed":
+        return value in STOPPED_PBS
     if key == "process.exit_code" and item.attr("lsf_term") is not None:
         return str(item.attr("lsf_term")) in STOPPED_LSF
     if key == "slurm.task_failure":

@@ -30,6 +30,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `native.exit_crash`: str an exit-path function (`__run_exit_handlers`, `Py_FinalizeEx`, Ray's
   `CoreWorker::ForceExit`, `_EXIT_PATH`) on the native stack under a crash line (a fatal message,
   a crash handler's or a debugger's signal); its line is the crash line; attr `frame`.
+* `pbs.killed`: str the resource whose limit PBS killed the job for (`walltime`, `cput`, `mem`,
+  `vmem`, ...: `=>> PBS: job killed: walltime 3650 exceeded limit 3600`).
 * `lsf.term`: str the termination reason an IBM Spectrum LSF job report gives (`TERM_RUNLIMIT`,
   `TERM_MEMLIMIT`, `TERM_OWNER`, ...); the report's `Exited with exit code N.` just below it is
   a `process.exit_code` with attr `lsf_term` (that reason).
@@ -192,6 +194,9 @@ _EXIT_WORDING = re.compile(
 _LSF_TERM = re.compile(r"^[ \t]*(TERM_[A-Z_]{2,40}): [A-Za-z]")
 """The termination reason an LSF job report gives (`TERM_RUNLIMIT: job killed after reaching
 LSF run time limit.`), on its own line above the report's `Exited with exit code N.`."""
+_PBS_KILLED = re.compile(r"PBS: job killed: ([a-z_]{2,20}) ")
+"""PBS Pro's and Torque's note of the resource whose limit a job passed, in its error file
+(`=>> PBS: job killed: walltime 3650 exceeded limit 3600`)."""
 _LSF_EXITED = re.compile(r"^[ \t]*Exited with exit code -?[0-9]+\.")
 _MPI_NONZERO = re.compile(
     # Open MPI's two wordings for a job whose process returned a non-zero status
@@ -454,6 +459,10 @@ class DeathSigns(AnchoredCollector):
             )
         )
 
+    def on_pbs_killed(self, line: Line) -> None:
+        if m := _PBS_KILLED.search(line.text):
+            self._sign("pbs.killed", m.group(1), line)
+
     def on_lsf_term(self, line: Line) -> None:
         if m := _LSF_TERM.match(line.text):
             self.lsf_term = (m.group(1), line.lineno)
@@ -610,6 +619,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     ),
     # a frame of a crashed process's native stack (abseil, glog, c10, gdb)
     Anchor(_NATIVE_FRAME, D.on_native_frame),
+    # PBS's note of the limit a job passed
+    Anchor(r"PBS: job killed: [a-z]", D.on_pbs_killed),
     # an LSF job report's termination reason
     Anchor(r"^[ \t]*TERM_[A-Z_]+: [A-Za-z]", D.on_lsf_term),
     # a serving engine's own death sign (vLLM, SGLang, TGI)
