@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.mechanism_helpers import ending_of, report_of
 
 from crashlens.model import Ending
-from crashlens.pipeline import AnalyzeOptions, analyze
 
 TRAINING = (
     "Epoch 3/50\n"
@@ -48,12 +48,10 @@ def _report(reason: str, code: int) -> str:
     )
 
 
-def _verdict(tmp_path: Path, text: str) -> tuple[str, Ending]:
-    (tmp_path / "train.out").write_text(text, encoding="utf-8")
-    report = analyze([str(tmp_path)], AnalyzeOptions())
-    assessment = report.assessment
-    assert assessment is not None
-    return str(report.verdict.value), assessment.ending
+def _verdict(tmp_path: Path, text: str) -> tuple[str, Ending | None]:
+    # LSF names the job's output file <job>.out (bsub -o)
+    report = report_of(tmp_path, {"train.out": text})
+    return str(report.verdict.value), ending_of(report)
 
 
 @pytest.mark.parametrize(
