@@ -16,7 +16,8 @@ to the hits of every input before they are weighed, the same way for every rule:
 Each explanation and ruling-out used gives the report one note citing both lines: the
 symptom's and the fact's. Besides the facts of the inputs, the conditions see the facts that
 only two inputs together show (`decide/interfaces.py`: a socket-interface setting a node's
-interfaces do not satisfy; `decide/cuda_versions.py`: a CUDA runtime newer than the driver).
+interfaces do not satisfy; `decide/cuda_versions.py`: a CUDA runtime newer than the driver;
+`decide/gpu_arch.py`: a CUDA build with no machine code for the GPU).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from crashlens.decide.cuda_versions import runtime_newer_than_driver
+from crashlens.decide.gpu_arch import build_lacks_gpu
 from crashlens.decide.interfaces import unmatched_interfaces
 from crashlens.match.explanations import Explanation, RuleOut
 from crashlens.match.rules import Rule
@@ -56,7 +58,12 @@ def apply_explanations(
     if not explaining and not ruling:
         return Explained(tuple(hits))
     # what two inputs show together (a setting and a node's interfaces) can explain too
-    facts = [*facts, *unmatched_interfaces(facts), *runtime_newer_than_driver(facts)]
+    facts = [
+        *facts,
+        *unmatched_interfaces(facts),
+        *runtime_newer_than_driver(facts),
+        *build_lacks_gpu(facts),
+    ]
     kept: list[Hit] = []
     notes: dict[tuple[str, str, tuple[Fact, ...]], str] = {}
     reasons: dict[Hit, str] = {}

@@ -13,6 +13,7 @@ from typing import Any
 
 from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, fact
+from crashlens.parsers.gpu_arch import GPU_LINE_ANCHOR, gpu_on_line, shown
 from crashlens.parsers.launcher import report
 from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
 from crashlens.parsers.launcher.ib_settings import ANCHOR as IB_HCA_ANCHOR
@@ -372,6 +373,11 @@ class LauncherCollector(DeathSigns):
     def on_version(self, line: Line) -> None:
         for key, value in version_facts(line.text):
             self.keep_first(key, value, line)
+
+    def on_gpu(self, line: Line) -> None:
+        if found := gpu_on_line(line.text):
+            cap, named = found
+            self.keep_first("gpu.capability", shown(cap), line, shown_as=named)
 
     def on_world(self, line: Line) -> None:
         for key, value in world_facts(line.text):
@@ -734,6 +740,8 @@ ANCHORS: tuple[Anchor[Any], ...] = (
         L.on_version,
         settles=("cuda.version",),
     ),
+    # the GPU the job runs on, by name or stated capability (for the CUDA build's reach)
+    Anchor(GPU_LINE_ANCHOR, L.on_gpu, settles=("gpu.capability",)),
     # how a process died, as any text log shows it (shared with plain text)
     *DEATH_ANCHORS,
 )

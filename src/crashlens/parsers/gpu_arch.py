@@ -1,0 +1,87 @@
+"""A GPU's compute capability, from its name or from a line that states it
+(`tables/versions/gpu_architectures.toml`).
+
+The launcher parser reads GPU lines a job prints (torch.utils.collect_env's `GPU 0: NVIDIA
+GeForce RTX 3090`, TensorFlow's `name: ..., compute capability: 8.6`, XLA's `Compute Capability
+8.6`, PyTorch's `with CUDA capability sm_86`) and `decide/gpu_arch.py` reads nvidia-smi's GPU
+names, so both ask here.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+
+from crashlens.errors import PatternError
+from crashlens.library import tables_dir
+
+Capability = tuple[int, int]
+
+_STATED = re.compile(
+    r"[Cc]ompute [Cc]apability:? ([0-9]{1,2})\.([0-9])\b|CUDA capability sm_([0-9]{1,2})([0-9])\b"
+)
+"""A capability the line states: TensorFlow's and XLA's `compute capability: 8.6`, PyTorch's
+`NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible ...`."""
+
+GPU_LINE_ANCHOR = (
+    r"GeForce|Quadro|TITAN|Tesla [A-Z]|NVIDIA [A-Z]|RTX [0-9A]|A100|A800|H100|H200|H800|V100|P100"
+    r"|[Cc]ompute [Cc]apability:? [0-9]|CUDA capability sm_[0-9]"
+)
+"""Line-safe: the lines that may name a GPU or state its capability (the collector's anchor)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    pattern: re.Pattern[str]
+    capability: Capability
+
+
+def capability(text: str) -> Capability | None:
+    """`major.minor` as numbers (`8.6` -> (8, 6)), or None."""
+    major, dot, minor = text.strip().partition(".")
+    if not dot or not major.isdigit() or not minor.isdigit() or len(major) > 2:
+        return None
+    return int(major), int(minor)
+
+
+@cache
+def families() -> tuple[Family, ...]:
+    """The shipped name families, in table order (the first found in a name wins)."""
+    path = tables_dir() / "versions" / "gpu_architectures.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        found = []
+        for row in data["family"]:
+            cap = capability(str(row["capability"]))
+            if cap is None:
+                raise ValueError(f"capability {row['capability']!r}")
+            found.append(Family(re.compile(str(row["pattern"])), cap))
+        return tuple(found)
+    except (OSError, KeyError, TypeError, ValueError, re.error, tomllib.TOMLDecodeError) as e:
+        raise PatternError(str(path), f"cannot read the GPU architecture table: {e}") from e
+
+
+def capability_of_name(name: str) -> Capability | None:
+    """The capability of the first family found in a GPU's name, or None."""
+    for family in families():
+        if family.pattern.search(name):
+            return family.capability
+    return None
+
+
+def gpu_on_line(text: str) -> tuple[Capability, str] | None:
+    """(capability, how the line shows it) for a line that states a capability or names a GPU
+    the table knows: the stated capability first."""
+    if m := _STATED.search(text):
+        major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        return (int(major), int(minor)), "stated"
+    for family in families():
+        if found := family.pattern.search(text):
+            return family.capability, found.group(0)
+    return None
+
+
+def shown(cap: Capability) -> str:
+    return f"{cap[0]}.{cap[1]}"
