@@ -399,6 +399,8 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
     elif key == "serving.engine_dead":
         says = item.attr("says")
         add(Ending.DIED, "fatal", f"the {value} serving engine reported its own death ({says})")
+    elif key == "jupyter.kernel_died":
+        add(Ending.DIED, "fatal", "the notebook server found its kernel process dead")
     elif key == "python.thread_dump" and item.attr("after_timeout") is not True:
         add(Ending.DIED, "fatal", "faulthandler dumped the threads of a crashing process")
     elif key == "log.ends_with":

@@ -56,6 +56,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 * `serving.engine_dead`: str the serving engine whose own death sign a line prints
   (`ENGINE_DEATHS`: vLLM's `EngineDeadError`, SGLang's scheduler exception, TGI's shard or
   download process signaled to shut down), the first line of each engine; attr `says`.
+* `jupyter.kernel_died`: str what Jupyter's kernel restarter did (`restarting`, `restart
+  failed`): it found the kernel process dead (it acts only on a kernel that is no longer
+  alive: a crash, a signal, the OOM killer; a restart the user asks for is logged otherwise).
 * `log.last_line`, `log.ends_with`: how the log ends (`ending.py`); `log.process_end`: how
   each process's own output ends, in a log whose lines all name their process
   (`process_ends.py`).
@@ -277,6 +280,10 @@ _ENGINE_ANCHOR = (
     r"|Engine core initialization failed| hit an exception"
     r"|process was signaled to shutdown|failed to start"
 )
+_KERNEL_RESTARTER = re.compile(r"KernelRestarter: restart(ing kernel \([0-9]+/[0-9]+\)| failed)")
+"""jupyter_client's restarter (`KernelRestarter`, `AsyncIOLoopKernelRestarter`) polls the kernel
+process and, when it is no longer alive, logs `restarting kernel (n/limit)`, then `restart
+failed` past the limit."""
 _GC_CRASH = re.compile(r"^[ \t]*Garbage-collecting[ \t]*$")
 _SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
 
@@ -515,6 +522,11 @@ class DeathSigns(AnchoredCollector):
                 self._sign("serving.engine_dead", engine, line, says=m.group(0))
                 return
 
+    def on_kernel_restart(self, line: Line) -> None:
+        if m := _KERNEL_RESTARTER.search(line.text):
+            what = "restart failed" if m.group(1) == " failed" else "restarting"
+            self._sign("jupyter.kernel_died", what, line)
+
     def on_progress(self, line: Line) -> None:
         if PROGRESS.search(line.text):
             self.keep_first("log.progress", True, line)
@@ -625,6 +637,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(r"^[ \t]*TERM_[A-Z_]+: [A-Za-z]", D.on_lsf_term),
     # a serving engine's own death sign (vLLM, SGLang, TGI)
     Anchor(_ENGINE_ANCHOR, D.on_engine_dead),
+    # a notebook server's note that its kernel process died
+    Anchor(r"KernelRestarter: restart", D.on_kernel_restart),
     # squeue's row for a pending job: `PD`, no time run, the reason in parentheses
     Anchor(r"PD[ \t]+0:00[ \t]+[0-9]+[ \t]+\(", D.on_squeue_pending),
 )
