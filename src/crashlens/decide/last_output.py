@@ -18,6 +18,10 @@ no ending the parsers name. This module reads that one line for what it still te
   not necessarily well: Python's documentation names a process killed by a signal as the
   cause of such leaks, so a hang that was killed ends exactly like this. Neither a finish nor
   a run going on: the log stops at an ending it does not show (`Ending.UNKNOWN`).
+* `strained`: an out-of-memory event the program reports and says it will go on from
+  (fairseq's `attempting to recover from OOM`, TensorFlow's BFC allocator retrying an
+  allocation). Whether it did go on is what the lines after it would show: as the last
+  output it shows neither a run going on nor an ending (`Ending.UNKNOWN`).
 * `stopped`: a stop from outside: the launcher passing a signal that only comes from outside
   (SIGHUP: the terminal closed; SIGINT: Ctrl-C) on to its workers; Docker's `stop` event, which
   the daemon records only when the container was stopped through its API (`docker stop`, a
@@ -55,8 +59,8 @@ class Wording:
     """One way of saying something in a last output line."""
 
     kind: str
-    """`finished`, `exiting`, `leaked`, `stopped`, `unwinding` or `notice` (see the module
-    docstring)."""
+    """`finished`, `exiting`, `leaked`, `strained`, `stopped`, `unwinding` or `notice` (see the
+    module docstring)."""
     pattern: re.Pattern[str]
     says: str
     """What the line shows, as a clause (`the program says it finished`)."""
@@ -120,6 +124,16 @@ WORDINGS: tuple[Wording, ...] = (
     # (Python's `multiprocessing` docs), so this report follows a kill as often as a finish.
     # Its source line is shown under it: 3.8 on print the call's first line, 3.5-3.7 (the
     # `semaphore_tracker`) its last, `len(cache))`.
+    # fairseq's trainer catches the OOM, frees what it can and skips the batch; TensorFlow's
+    # BFC allocator logs the failed attempt and the caller may retry or fail next
+    Wording(
+        "strained",
+        re.compile(
+            r"attempting to recover from OOM"
+            r"|ran out of memory trying to allocate [0-9.]+ ?[KMGT]?i?B"
+        ),
+        "the program reported running out of memory and tries to go on",
+    ),
     Wording(
         "leaked",
         re.compile(

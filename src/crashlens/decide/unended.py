@@ -277,6 +277,8 @@ def _ongoing(
             return None  # the error of its last alarm was still propagating
         if wording is not None and wording.kind == "leaked":
             return None  # its processes had ended, and how is not shown
+        if wording is not None and wording.kind == "strained":
+            return None  # it ran out of memory there, and whether it went on is not shown
         if _still_waiting(facts, hits, last.path):
             return None  # nothing shows that the peers it waited for ever joined
         unexcused = [a for a in alarms if a.why is None and (a.path, a.lineno) not in reported]
