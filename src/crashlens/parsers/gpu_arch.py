@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
-from functools import cache
 
 from crashlens.errors import PatternError
 from crashlens.library import tables_dir
@@ -32,12 +30,6 @@ GPU_LINE_ANCHOR = (
 """Line-safe: the lines that may name a GPU or state its capability (the collector's anchor)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Family:
-    pattern: re.Pattern[str]
-    capability: Capability
-
-
 def capability(text: str) -> Capability | None:
     """`major.minor` as numbers (`8.6` -> (8, 6)), or None."""
     major, dot, minor = text.strip().partition(".")
@@ -46,29 +38,43 @@ def capability(text: str) -> Capability | None:
     return int(major), int(minor)
 
 
-@cache
-def families() -> tuple[Family, ...]:
-    """The shipped name families, in table order (the first found in a name wins)."""
+def _families() -> tuple[re.Pattern[str], tuple[Capability, ...]]:
+    """The table's name families as one regex (group `f<i>` for family i) and their
+    capabilities: one search per line, however many families the table lists."""
     path = tables_dir() / "versions" / "gpu_architectures.toml"
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        found = []
-        for row in data["family"]:
+        patterns: list[str] = []
+        capabilities: list[Capability] = []
+        for index, row in enumerate(data["family"]):
             cap = capability(str(row["capability"]))
             if cap is None:
                 raise ValueError(f"capability {row['capability']!r}")
-            found.append(Family(re.compile(str(row["pattern"])), cap))
-        return tuple(found)
+            pattern = str(row["pattern"])
+            re.compile(pattern)
+            patterns.append(f"(?P<f{index}>{pattern})")
+            capabilities.append(cap)
+        return re.compile("|".join(patterns)), tuple(capabilities)
     except (OSError, KeyError, TypeError, ValueError, re.error, tomllib.TOMLDecodeError) as e:
         raise PatternError(str(path), f"cannot read the GPU architecture table: {e}") from e
 
 
+FAMILIES, _CAPABILITIES = _families()
+"""The GPU name families (`tables/versions/gpu_architectures.toml`) as one regex: the leftmost
+family found in a name gives its capability; at one place, the one the table lists first."""
+
+
+def _family_of(text: str) -> tuple[Capability, str] | None:
+    m = FAMILIES.search(text)
+    if m is None or m.lastgroup is None:
+        return None
+    return _CAPABILITIES[int(m.lastgroup[1:])], m.group(0)
+
+
 def capability_of_name(name: str) -> Capability | None:
-    """The capability of the first family found in a GPU's name, or None."""
-    for family in families():
-        if family.pattern.search(name):
-            return family.capability
-    return None
+    """The capability of the family found in a GPU's name, or None."""
+    found = _family_of(name)
+    return found[0] if found is not None else None
 
 
 def gpu_on_line(text: str) -> tuple[Capability, str] | None:
@@ -77,10 +83,7 @@ def gpu_on_line(text: str) -> tuple[Capability, str] | None:
     if m := _STATED.search(text):
         major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         return (int(major), int(minor)), "stated"
-    for family in families():
-        if found := family.pattern.search(text):
-            return family.capability, found.group(0)
-    return None
+    return _family_of(text)
 
 
 def shown(cap: Capability) -> str:
