@@ -192,3 +192,24 @@ def test_a_build_that_covers_the_gpu_leaves_memory_in_the_lead(tmp_path: Path) -
     text = _OLD_BUILD_LOG.replace("1.6.0+cu101", "2.1.0+cu118").replace(": 10.1", ": 11.8")
     report = log_report(tmp_path / "new", text)
     assert not report.causes or report.causes[0].category.value != "driver"
+
+
+_TF1_LOG = """\
+2019-01-28 00:15:39.101010: I tensorflow/stream_executor/platform/default/dso_loader.cc:42] \
+Successfully opened dynamic library libcudart.so.10.0
+2019-01-28 00:15:40.123456: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1432] Found \
+device 0 with properties:
+name: GeForce RTX 3090 major: 8 minor: 6 memoryClockRate(GHz): 1.695
+Epoch 1/50
+2019-01-28 00:16:00.441512: E tensorflow/stream_executor/cuda/cuda_blas.cc:652] failed to run \
+cuBLAS routine cublasSgemm_v2: CUBLAS_STATUS_EXECUTION_FAILED
+"""
+
+
+def test_tensorflow_1_device_properties_and_runtime_make_the_pair(tmp_path: Path) -> None:
+    """TensorFlow 1.x states the capability as `major: 8 minor: 6` and names its runtime by
+    the library it loads: an Ampere GPU under a CUDA 10.0 build."""
+    assert gpu_on_line("name: GeForce RTX 3090 major: 8 minor: 6 memoryClockRate(GHz): 1.695")
+    report = log_report(tmp_path / "tf1", _TF1_LOG)
+    assert_leads(report, "driver")
+    assert report.causes[0].evidence[0].rule == "driver-cuda-build-lacks-gpu-arch"

@@ -19,13 +19,15 @@ Capability = tuple[int, int]
 
 _STATED = re.compile(
     r"[Cc]ompute [Cc]apability:? ([0-9]{1,2})\.([0-9])\b|CUDA capability sm_([0-9]{1,2})([0-9])\b"
+    r"|\bmajor: ([0-9]{1,2}) minor: ([0-9])\b"
 )
 """A capability the line states: TensorFlow's and XLA's `compute capability: 8.6`, PyTorch's
-`NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible ...`."""
+`NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible ...`, TensorFlow 1.x's
+device properties `name: GeForce RTX 3090 major: 8 minor: 6 memoryClockRate(GHz): 1.695`."""
 
 GPU_LINE_ANCHOR = (
     r"GeForce|Quadro|TITAN|Tesla [A-Z]|NVIDIA [A-Z]|RTX [0-9A]|A100|A800|H100|H200|H800|V100|P100"
-    r"|[Cc]ompute [Cc]apability:? [0-9]|CUDA capability sm_[0-9]"
+    r"|[Cc]ompute [Cc]apability:? [0-9]|CUDA capability sm_[0-9]|major: [0-9]{1,2} minor: [0-9]"
 )
 """Line-safe: the lines that may name a GPU or state its capability (the collector's anchor)."""
 
@@ -81,7 +83,9 @@ def gpu_on_line(text: str) -> tuple[Capability, str] | None:
     """(capability, how the line shows it) for a line that states a capability or names a GPU
     the table knows: the stated capability first."""
     if m := _STATED.search(text):
-        major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        major, minor = next(
+            (m.group(i), m.group(i + 1)) for i in (1, 3, 5) if m.group(i) is not None
+        )
         return (int(major), int(minor)), "stated"
     return _family_of(text)
 

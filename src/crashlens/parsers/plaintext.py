@@ -3,14 +3,19 @@
 Text of unknown origin has no structure of its own, but a process's death reads the same in
 any text (a shell's `Killed`, a debugger's `Program received signal`, `kubectl describe`'s
 `Reason: OOMKilled`, a `sacct` state, a traceback as the last output): its collector keeps
-those, and only those (`parsers.launcher.deaths`, whose docstring lists the fact keys).
+those (`parsers.launcher.deaths`, whose docstring lists the fact keys), and what the job ran on
+and was built with (`parsers.launcher.build_lines`: the GPU, the CUDA build), which the
+decision pairs across inputs.
 """
 
 from __future__ import annotations
 
 from crashlens.model import InputKind
 from crashlens.parsers.base import LogCollector, LogParser, patterns_of
+from crashlens.parsers.launcher.build_lines import BUILD_ANCHORS
 from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
+
+_TABLE = (*DEATH_ANCHORS, *BUILD_ANCHORS)
 
 
 class PlainTextParser(LogParser):
@@ -18,11 +23,11 @@ class PlainTextParser(LogParser):
 
     kind = InputKind.OTHER
     name = "plain text"
-    anchors = patterns_of(DEATH_ANCHORS)
+    anchors = patterns_of(_TABLE)
 
     @staticmethod
     def sniff(head: str) -> float:
         return 0.05 if head.strip() else 0.0
 
     def collector(self, path: str) -> LogCollector:
-        return DeathSigns(path)
+        return DeathSigns(path, _TABLE)

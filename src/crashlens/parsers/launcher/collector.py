@@ -13,8 +13,8 @@ from typing import Any
 
 from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, fact
-from crashlens.parsers.gpu_arch import GPU_LINE_ANCHOR, gpu_on_line, shown
 from crashlens.parsers.launcher import report
+from crashlens.parsers.launcher.build_lines import GPU_ANCHOR
 from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
 from crashlens.parsers.launcher.ib_settings import ANCHOR as IB_HCA_ANCHOR
 from crashlens.parsers.launcher.ib_settings import ib_hca_setting
@@ -374,11 +374,6 @@ class LauncherCollector(DeathSigns):
         for key, value in version_facts(line.text):
             self.keep_first(key, value, line)
 
-    def on_gpu(self, line: Line) -> None:
-        if found := gpu_on_line(line.text):
-            cap, named = found
-            self.keep_first("gpu.capability", shown(cap), line, shown_as=named)
-
     def on_world(self, line: Line) -> None:
         for key, value in world_facts(line.text):
             self.keep_first(key, value, line)
@@ -734,14 +729,14 @@ ANCHORS: tuple[Anchor[Any], ...] = (
         L.on_version,
         settles=("torch.version", "cuda.version"),
     ),
-    # nvidia-smi banners in the log, torch.utils.collect_env
+    # nvidia-smi banners in the log, torch.utils.collect_env; TensorFlow's load of its runtime
     Anchor(
-        r"CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]",
+        r"CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]|libcudart\.so\.[0-9]",
         L.on_version,
         settles=("cuda.version",),
     ),
     # the GPU the job runs on, by name or stated capability (for the CUDA build's reach)
-    Anchor(GPU_LINE_ANCHOR, L.on_gpu, settles=("gpu.capability",)),
+    GPU_ANCHOR,
     # how a process died, as any text log shows it (shared with plain text)
     *DEATH_ANCHORS,
 )

@@ -109,6 +109,10 @@ _TORCH_VERSION = re.compile(
 )
 _CUDA_VERSION = re.compile(r"CUDA (?:[Vv]ersion|used to build PyTorch):? ([0-9]+\.[0-9]+)")
 _TORCH_CU = re.compile(r"\+cu([0-9]+)([0-9])$")
+_CUDART = re.compile(r"\blibcudart\.so\.([0-9]{1,2})\.([0-9])\b")
+"""The CUDA runtime library a framework loads (TensorFlow's `Successfully opened dynamic library
+libcudart.so.10.0`, `Could not load dynamic library 'libcudart.so.11.0'`): the CUDA it was built
+with."""
 
 
 def version_facts(text: str) -> list[tuple[str, str]]:
@@ -126,6 +130,8 @@ def version_facts(text: str) -> list[tuple[str, str]]:
             found.append(("cuda.version", f"{major}.{cu.group(2)}"))
     if m := _CUDA_VERSION.search(text):
         found.append(("cuda.version", m.group(1)))
+    if m := _CUDART.search(text):
+        found.append(("cuda.version", f"{m.group(1)}.{m.group(2)}"))
     return found
 
 
