@@ -22,22 +22,26 @@ with, so a `cuda.version` read from that banner is left out.
 
 from __future__ import annotations
 
-import re
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from crashlens.decide.cuda_versions import cuda_version
 from crashlens.errors import PatternError
-from crashlens.library import tables_dir
 from crashlens.model import Fact
 from crashlens.parsers.base import fact
-from crashlens.parsers.gpu_arch import Capability, capability, capability_of_name, shown
+from crashlens.parsers.gpu_arch import (
+    TABLE,
+    TABLE_PATH,
+    Capability,
+    capability,
+    capability_of_name,
+    shown,
+)
+from crashlens.parsers.launcher.messages import torch_cuda
 
 LACKS = "cuda.build_lacks_gpu"
 MAX_DERIVED = 4
-_TORCH_CU = re.compile(r"\+cu([0-9]{1,3})([0-9])\b")
 _DRIVER_BANNER = "Driver Version"
 
 Version = tuple[int, ...]
@@ -61,18 +65,16 @@ class Reach:
 @cache
 def release_table() -> tuple[tuple[Version, Reach], ...]:
     """(CUDA release, reach), newest release first."""
-    path = tables_dir() / "versions" / "gpu_architectures.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
         rows = []
-        for row in data["release"]:
+        for row in TABLE["release"]:
             cuda = cuda_version(str(row["cuda"]))
             oldest, newest = capability(str(row["oldest"])), capability(str(row["newest"]))
             if cuda is None or oldest is None or newest is None:
                 raise ValueError(f"malformed release {row!r}")
             rows.append((cuda, Reach(oldest, newest)))
-    except (OSError, KeyError, TypeError, ValueError, tomllib.TOMLDecodeError) as e:
-        raise PatternError(str(path), f"cannot read the CUDA release table: {e}") from e
+    except (KeyError, TypeError, ValueError) as e:
+        raise PatternError(str(TABLE_PATH), f"cannot read the CUDA release table: {e}") from e
     return tuple(sorted(rows, key=lambda pair: pair[0], reverse=True))
 
 
@@ -94,8 +96,8 @@ def _builds(facts: Sequence[Fact]) -> list[tuple[Version, Fact]]:
         version: Version | None = None
         if item.key == "cuda.version" and _DRIVER_BANNER not in item.text:
             version = cuda_version(str(item.value))
-        elif item.key == "torch.version" and (m := _TORCH_CU.search(str(item.value))):
-            version = (int(m.group(1)), int(m.group(2)))
+        elif item.key == "torch.version" and (cuda := torch_cuda(str(item.value))):
+            version = cuda_version(cuda)
         if version is not None and version >= (8, 0):
             found.append((version, item))
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from typing import Any
 
 from crashlens.errors import PatternError
 from crashlens.library import tables_dir
@@ -40,15 +41,28 @@ def capability(text: str) -> Capability | None:
     return int(major), int(minor)
 
 
+TABLE_PATH = tables_dir() / "versions" / "gpu_architectures.toml"
+
+
+def _load_table() -> dict[str, Any]:
+    try:
+        return tomllib.loads(TABLE_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise PatternError(str(TABLE_PATH), f"cannot read the GPU architecture table: {e}") from e
+
+
+TABLE = _load_table()
+"""The GPU architecture table, read once: its name families here, its CUDA releases in
+`decide/gpu_arch.py`."""
+
+
 def _families() -> tuple[re.Pattern[str], tuple[Capability, ...]]:
     """The table's name families as one regex (group `f<i>` for family i) and their
     capabilities: one search per line, however many families the table lists."""
-    path = tables_dir() / "versions" / "gpu_architectures.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
         patterns: list[str] = []
         capabilities: list[Capability] = []
-        for index, row in enumerate(data["family"]):
+        for index, row in enumerate(TABLE["family"]):
             cap = capability(str(row["capability"]))
             if cap is None:
                 raise ValueError(f"capability {row['capability']!r}")
@@ -57,8 +71,8 @@ def _families() -> tuple[re.Pattern[str], tuple[Capability, ...]]:
             patterns.append(f"(?P<f{index}>{pattern})")
             capabilities.append(cap)
         return re.compile("|".join(patterns)), tuple(capabilities)
-    except (OSError, KeyError, TypeError, ValueError, re.error, tomllib.TOMLDecodeError) as e:
-        raise PatternError(str(path), f"cannot read the GPU architecture table: {e}") from e
+    except (KeyError, TypeError, ValueError, re.error) as e:
+        raise PatternError(str(TABLE_PATH), f"cannot read the GPU name families: {e}") from e
 
 
 FAMILIES, _CAPABILITIES = _families()

@@ -115,6 +115,14 @@ libcudart.so.10.0`, `Could not load dynamic library 'libcudart.so.11.0'`): the C
 with."""
 
 
+def torch_cuda(version: str) -> str | None:
+    """The CUDA a torch build names in its local version (`2.1.0+cu121` -> `12.1`), or None."""
+    cu = _TORCH_CU.search(version)
+    if cu and (major := bounded_int(cu.group(1))) is not None:
+        return f"{major}.{cu.group(2)}"
+    return None
+
+
 def version_facts(text: str) -> list[tuple[str, str]]:
     """(key, value) pairs for the nccl / cuda / torch versions a line names."""
     found: list[tuple[str, str]] = []
@@ -125,9 +133,8 @@ def version_facts(text: str) -> list[tuple[str, str]]:
     if m := _TORCH_VERSION.search(text):
         version = (m.group(1) or m.group(2)).rstrip(".")
         found.append(("torch.version", version))
-        cu = _TORCH_CU.search(version)
-        if cu and (major := bounded_int(cu.group(1))) is not None:
-            found.append(("cuda.version", f"{major}.{cu.group(2)}"))
+        if (cuda := torch_cuda(version)) is not None:
+            found.append(("cuda.version", cuda))
     if m := _CUDA_VERSION.search(text):
         found.append(("cuda.version", m.group(1)))
     if m := _CUDART.search(text):
