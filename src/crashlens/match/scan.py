@@ -139,33 +139,61 @@ def _other_than(atom: str) -> str | None:
 
 
 def _final_group(regex: str) -> tuple[int, str] | None:
-    """(start, opener) of the group that closes at the end of `regex`, if it is plain."""
-    depth = 0
-    index = len(regex) - 1
-    while index >= 0:
+    """(start, opener) of the group that closes at the end of `regex`, if it is plain or named.
+
+    Read forwards, so that escapes and character classes (`[0-9]`, `[^)]`) are skipped as
+    units: a bracket or parenthesis inside them opens or closes nothing.
+    """
+    opened: list[int] = []
+    start = closed = -1
+    index = 0
+    length = len(regex)
+    while index < length:
         char = regex[index]
-        escaped = index > 0 and regex[index - 1] == "\\"
-        if char == ")" and not escaped:
-            depth += 1
-        elif char == "(" and not escaped:
-            depth -= 1
-            if depth == 0:
-                break
-        elif char == "]" and not escaped:
-            return None  # a class inside: not worth a full parser, keep the pattern as is
-        index -= 1
-    else:
+        if char == "\\":
+            index += 2
+            continue
+        if char == "[":
+            index = _class_end(regex, index)
+            continue
+        if char == "(":
+            opened.append(index)
+        elif char == ")":
+            if not opened:
+                return None
+            start, closed = opened.pop(), index
+        index += 1
+    if opened or closed != length - 1:
         return None
-    for opener in ("(?:", "("):
-        if regex.startswith(opener, index):
-            if opener == "(" and regex.startswith("(?", index):
-                return None  # lookaround, named or flag group: keep as is
-            return index, opener
-    return None
+    named = _NAMED_OPENER.match(regex, start)
+    if named is not None:
+        # A named group matches what its body does: a rule's capture at the end of its pattern
+        # (`Timeout\\(ms\\)=(?P<timeout_ms>[0-9]+)`) otherwise cost a callback per digit.
+        return start, named.group()
+    if regex.startswith("(?:", start):
+        return start, "(?:"
+    if regex.startswith("(?", start):
+        return None  # lookaround or flag group: keep as is
+    return start, "("
+
+
+def _class_end(regex: str, index: int) -> int:
+    """The index after the character class opening at `index` (`]` first in it is literal)."""
+    index += 1
+    if index < len(regex) and regex[index] == "^":
+        index += 1
+    if index < len(regex) and regex[index] == "]":
+        index += 1
+    while index < len(regex) and regex[index] != "]":
+        index += 2 if regex[index] == "\\" else 1
+    return index + 1
+
+
+_NAMED_OPENER = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
 
 def _split_branches(body: str) -> list[str]:
-    """The top-level alternatives of a group body (no character classes inside)."""
+    """The top-level alternatives of a group body (escapes and classes skipped as units)."""
     branches: list[str] = []
     depth = 0
     current = 0
@@ -174,6 +202,9 @@ def _split_branches(body: str) -> list[str]:
         char = body[index]
         if char == "\\":
             index += 2
+            continue
+        if char == "[":
+            index = _class_end(body, index)
             continue
         if char == "(":
             depth += 1
@@ -553,16 +584,18 @@ def strip_ansi(chunk: bytes) -> bytes:
     return b"".join(_ANSI_BYTES.split(chunk)) if b"\x1b" in chunk else chunk
 
 
-NARROW_AFTER = 3_000_000
+NARROW_AFTER = 300_000
 """Matches of ignored patterns after which an input's search is rebuilt without them. Each
-costs a callback (about 0.2 us): a progress anchor settled on a training log's first line
-would otherwise cost one for every later line (a 1 GiB log: 14 s). Rebuilding costs a compile
-(about 0.6 s, then cached on disk), so it is done once the callbacks have cost as much."""
+costs a callback (about 0.6 us measured from Hyperscan's scan, bench/hostile_inputs.py's 1 GiB
+log of NCCL watchdog lines): a progress anchor settled on a training log's first line would
+otherwise cost one for every later line (a 1 GiB log: 14 s). Rebuilding costs a compile (about
+0.6 s, then cached on disk, so paid once per rule library and set of patterns left out), so it
+is done once the callbacks have cost as much."""
 PIECE_BYTES = 1024 * 1024
 """How much of a chunk one search covers. The matches of a search are held until it is done,
 and `ignored` grows only between searches: a pattern that matches every line (a progress
 anchor the parser settles on its first line) holds one piece's matches, not 8 MiB's."""
-SAMPLE_EVERY = 32
+SAMPLE_EVERY = 64
 """While the search is narrowed and the caller wants counts (`ScanTally.counting`), one
 piece in this many is searched with every pattern, so that the lines of the patterns left
 out are still counted there (and estimated for the rest)."""
