@@ -46,11 +46,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 
+from crashlens.decide.catalog_last_line import catalog_error, cut_catalog_error
 from crashlens.decide.cuda_unloading import SAYS as UNLOADING_SAYS
 from crashlens.decide.cuda_unloading import shows_unloading
-from crashlens.decide.harmless_output import harmless_entry
 from crashlens.decide.ignored import LIFESPAN_SAYS, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
@@ -63,7 +62,6 @@ from crashlens.decide.stop_order import (
     progress_of,
 )
 from crashlens.decide.unended import ended_process, without_ending
-from crashlens.match.catalogs import load_catalogs
 from crashlens.match.rules import Rule, rule_index, shipped_rules
 from crashlens.model import (
     Assessment,
@@ -76,6 +74,7 @@ from crashlens.model import (
     InputKind,
     Role,
 )
+from crashlens.parsers.windows_status import is_windows_error_status, windows_status
 from crashlens.text.clip import shortened
 
 STOP_SIGNALS = frozenset({"SIGINT", "SIGTERM", "SIGHUP"})
@@ -138,9 +137,6 @@ KERNEL_DEATHS = {
 FINISHED_PROCESS_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
 """Inputs that tell the run's own story: where a completion line and a last output mean it."""
 
-LAST_LINE_CATALOGS = ("cuda_errors", "nccl")
-"""Catalogs whose errors, printed as a log's last output, show that the program gave up on
-them (`patterns/tables/`; their `noise` entries, success statuses, are left out)."""
 MODULE_TEARDOWN = re.compile(
     r"'NoneType' object (?:is not callable|has no attribute)|sys\.meta_path is None"
     r"|Python is likely shutting down"
@@ -148,8 +144,9 @@ MODULE_TEARDOWN = re.compile(
 """What a `__del__` or weakref callback raises when it runs as the interpreter exits: CPython
 tears modules down, so the globals the finalizer uses are already None (the warning under
 `object.__del__` in the data model reference), and imports fail once `sys.meta_path` is gone."""
-LAST_WORDS = frozenset({"said-finished", "said-exiting"})
-"""Finish signs read from the wording of a log's last output (`decide.last_output`)."""
+LAST_WORDS = frozenset({"said-finished", "said-exiting", "prompt-returned"})
+"""Finish signs read from the wording of a log's last output (`decide.last_output`), and the
+shell's prompt back after it: none counts once a failure is in view."""
 MAX_HARMLESS = 8
 """Alarming lines listed as harmless, at most (then a count)."""
 
@@ -359,6 +356,13 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         _exit_sign(value, add, "")
     elif key == "docker.exit_code" and (value != 0 or exited):
         _exit_sign(value, add, "the container ")
+    elif key == "shell.prompt_returned":
+        add(
+            Ending.COMPLETED,
+            "prompt-returned",
+            "the shell's prompt came back after the command's output: it exited, and no death "
+            "sign or failure line came before the prompt",
+        )
     elif key == "docker.oom_killed" and value is True:
         add(Ending.DIED, "state", "the container was OOM-killed (State.OOMKilled)")
     elif key == "launcher.signal":
@@ -407,6 +411,12 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         _ending_sign(str(value), item, add)
     elif key == "log.last_line" and (error := catalog_error(str(value))) is not None:
         add(Ending.DIED, "traceback", f"the last output is an error the catalogs know ({error})")
+    elif key == "log.last_line" and (error := cut_catalog_error(str(value))) is not None:
+        add(
+            Ending.DIED,
+            "traceback",
+            f"the last output is an error the catalogs know, cut short ({error})",
+        )
     elif key == "log.last_line" and item.attr("cut") is True and kind is InputKind.LAUNCHER:
         add(
             Ending.DIED,
@@ -471,44 +481,32 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
     return found
 
 
-@cache
-def _catalog_texts() -> tuple[tuple[str, str], ...]:
-    """(printed text, entry id) of the errors in `LAST_LINE_CATALOGS`, longest text first."""
-    wanted = {c.name: c for c in load_catalogs() if c.name in LAST_LINE_CATALOGS}
-    pairs = [
-        (text, entry.id)
-        for name in LAST_LINE_CATALOGS
-        if name in wanted
-        for entry in wanted[name].entries
-        if entry.category != "noise"
-        for text in entry.texts
-    ]
-    return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))
-
-
-def catalog_error(text: str) -> str | None:
-    """The catalog entry (CUDA or NCCL error) a line prints, or None. A line its own project
-    calls harmless names no error here, though it quotes one (Warp printing the CUDA error of
-    an OpenGL interop it then does without: `tables/harmless_output.toml`)."""
-    if harmless_entry(text) is not None:
-        return None
-    return next((entry for printed, entry in _catalog_texts() if printed in text), None)
-
-
 def _exit_sign(value: FactValue, add: _Add, who: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
         return
+    windows = windows_status(value)
     if value == 0:
         add(Ending.COMPLETED, "exit-0", f"{who or 'the process '}exited with status 0")
-    elif value in STOP_EXITS:
-        add(Ending.STOPPED, "interrupt", f"{who or 'the process '}exited with status {value}")
+    elif value in STOP_EXITS or (windows is not None and windows.category == "noise"):
+        meaning = f" ({windows.id}, a Ctrl+C in its console)" if windows is not None else ""
+        add(
+            Ending.STOPPED,
+            "interrupt",
+            f"{who or 'the process '}exited with status {value}{meaning}",
+        )
     else:
         meaning = _exit_meaning(value)
         add(Ending.DIED, "exit", f"{who or 'the process '}exited with status {value}{meaning}")
 
 
 def _exit_meaning(value: int) -> str:
-    if value < 0:
+    if is_windows_error_status(value):
+        # Windows' exit status of a crash is its NTSTATUS code, signed or not: never a signal
+        windows = windows_status(value)
+        unsigned = value % 2**32
+        name = windows.id if windows is not None else "an NTSTATUS error"
+        return f" (Windows {name}, 0x{unsigned:08X})"
+    if -64 <= value < 0:
         return f" (killed by signal {-value})"
     if 128 < value < 160:
         return f" (128 + signal {value - 128})"

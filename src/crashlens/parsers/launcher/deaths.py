@@ -64,6 +64,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   (`process_ends.py`).
 * `shell.sudo_contrast`: a command that failed as the user and not under sudo, in a shell
   transcript among the log's last lines (`sudo_contrast.py`).
+* `shell.prompt_returned`: the shell's bare prompt as the log's last line, after a command's
+  output: the command exited (`prompt_return.py`).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ from crashlens.parsers.launcher.finish_signs import FINISH_ANCHOR, finish_sign
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
 from crashlens.parsers.launcher.process_ends import process_ends
 from crashlens.parsers.launcher.progress import tail_progress
+from crashlens.parsers.launcher.prompt_return import prompt_returned
 from crashlens.parsers.launcher.signals import (
     ENGLISH_SIGNAL_WORDS,
     LOCALE_SIGNAL_WORDS,
@@ -189,11 +192,14 @@ on its stack happened after the program's own work had returned (its teardown)."
 CRASH_STACK_LINES = 400
 """Lines below a crash line that its stack may take (c10's and abseil's stacks run to ~60)."""
 _EXIT_WORDING = re.compile(
-    r"(exited with (?:exit )?code|finished with exit code|exit status|exit code:?"
+    r"(exited with (?:exit |status )?code|finished with exit code|exit status|exit code:?"
     # a torchelastic ProcessFailure's repr (`exitcode=-7`)
-    r"|\bexitcode=) ?(-?[0-9]+)\b",
+    r"|\bexitcode=) ?(0x[0-9a-f]{8}|-?[0-9]+)\b",
     re.IGNORECASE,
 )
+"""An exit status in a program's generic wording; Go prints a Windows status in hexadecimal
+(`exit status 0xc0000135`: Ollama's runner), Rust's process supervisors `exited with status
+code -1073741515`."""
 _LSF_TERM = re.compile(r"^[ \t]*(TERM_[A-Z_]{2,40}): [A-Za-z]")
 """The termination reason an LSF job report gives (`TERM_RUNLIMIT: job killed after reaching
 LSF run time limit.`), on its own line above the report's `Exited with exit code N.`."""
@@ -254,6 +260,8 @@ ENGINE_DEATHS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:Async)?EngineDeadError\b|Background loop has errored already"
             r"|EngineCore encountered a fatal error|Engine core initialization failed"
+            # V1's engine core process logging the exception that ended its start-up
+            r"|EngineCore failed to start"
         ),
     ),
     # SGLang: a subprocess's event loop caught an exception; it then sends SIGQUIT to the
@@ -428,7 +436,9 @@ class DeathSigns(AnchoredCollector):
 
     def on_exit_wording(self, line: Line) -> None:
         if m := _EXIT_WORDING.search(line.text):
-            if (code := bounded_int(m.group(2))) is not None:
+            number = m.group(2)
+            code = int(number, 16) if number[:2].lower() == "0x" else bounded_int(number)
+            if code is not None:
                 # the status of an LSF job report says why through the reason line above it
                 term = self.lsf_term
                 reason = (
@@ -547,6 +557,8 @@ class DeathSigns(AnchoredCollector):
         self.progress = tail_progress(self.path, tail, PROGRESS)
         # a shell check pasted at the end: the same command as root and as the user
         self.contrast = sudo_contrast(self.path, tail)
+        # a console session that ends at the shell's next prompt: the command exited
+        self.contrast += prompt_returned(self.path, tail)
         # each process's own last lines, where every line names its process
         self.ending += process_ends(self.path, tail)
 
@@ -615,7 +627,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         D.on_by_signal,
     ),
     Anchor(
-        r"(?i:exited with (?:exit )?code|finished with exit code|exit status|exit code):? ?-?[0-9]"
+        r"(?i:exited with (?:exit |status )?code|finished with exit code|exit status|exit code)"
+        r":? ?-?[0-9]"
         r"|exitcode=-?[0-9]|a non-zero exit code\. Per user-direction"
         r"|exited with non-zero status",
         D.on_exit_wording,

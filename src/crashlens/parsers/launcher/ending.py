@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from crashlens.model import Fact, Line
 from crashlens.parsers.base import fact
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS, parse_exception
+from crashlens.parsers.launcher.prompt_return import BARE_PROMPT
 from crashlens.parsers.launcher.teardown import FEEDER_PIPE, QUEUE_CANCELLED
 from crashlens.parsers.launcher.teardown import FRAMES as TEARDOWN_FRAMES
 
@@ -155,6 +156,10 @@ def ending_facts(
     shown = [(line, last_segment(line.text)) for line in tail]
     # an elision mark (`...`, `[...]`) is the reader's cut, not the program's output
     shown = [(line, text) for line, text in shown if text and not ELISION.match(text)]
+    if shown and BARE_PROMPT.match(shown[-1][1].rstrip()):
+        # the shell's next prompt is not the program's output: its last words come before it
+        # (`prompt_return.py` reads the prompt itself as the command's exit)
+        shown = shown[:-1]
     if not shown:
         return []
     line, text = shown[-1]
