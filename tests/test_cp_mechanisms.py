@@ -119,3 +119,19 @@ def test_a_line_ending_in_a_few_words_of_an_error_is_no_death(tmp_path: Path) ->
     text = "epoch 1 loss 0.4\nepoch 2 loss 0.3 (checking for an illegal memory\n"
     report = log_report(tmp_path / "words", text)
     assert ending_of(report) is not Ending.DIED
+
+
+def test_pytorch_s_cudnn_plan_warning_in_a_run_that_goes_on_is_harmless(tmp_path: Path) -> None:
+    text = (
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+        "/opt/conda/lib/python3.10/site-packages/torch/autograd/graph.py:744: UserWarning: Plan"
+        " failed with a cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize"
+        " Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED (Triggered internally at"
+        " ../aten/src/ATen/native/cudnn/Conv_v8.cpp:919.)\n"
+        "  return Variable._execution_engine.run_backward(  # Calls into the C++ engine\n"
+        "      1/100      3.41G      1.204      1.563      1.187        112        640\n"
+        "      2/100      3.42G      1.151      1.402      1.160        108        640\n"
+        "100 epochs completed in 1.204 hours.\n"
+    )
+    report = log_report(tmp_path / "plan", text)
+    assert str(report.verdict) == "none"
