@@ -40,8 +40,8 @@ from crashlens.match.scan import (
     ScanPattern,
     hyperscan_available,
     scan_chunks,
-    scan_form,
 )
+from crashlens.match.scan_forms import scan_form
 from crashlens.parsers.base import clean_line
 from crashlens.text.linear import linear_bytes, linear_text
 from crashlens.text.literals import Gate

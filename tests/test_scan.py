@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +17,8 @@ from crashlens.match.scan import (
     ScanPattern,
     hyperscan_available,
     scan_chunks,
-    scan_form,
 )
+from crashlens.match.scan_forms import scan_form
 from crashlens.parsers import PARSERS
 from crashlens.parsers.base import LogParser
 
@@ -176,3 +177,21 @@ def test_scan_form_is_a_superset_on_every_short_line(regex: str) -> None:
             line = "".join(letters)
             if full.search(line):
                 assert cut.search(line), (regex, scan_form(regex), line)
+
+
+def test_scan_forms_are_cached_on_disk_and_a_damaged_entry_is_worked_out_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crashlens.match import scan_forms as forms_module
+
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path))
+    regexes = [f"^step {n} loss [0-9]+$" for n in range(40)]
+    monkeypatch.setattr(forms_module, "_FORMS", {})
+    first = forms_module.scan_forms(regexes)
+    assert first == [f"step {n} loss [0-9]" for n in range(40)]
+    [entry] = tmp_path.glob("scanforms-*.json")
+    monkeypatch.setattr(forms_module, "_FORMS", {})
+    assert forms_module.scan_forms(regexes) == first  # read back from the cache
+    entry.write_text('["not", "enough"]')
+    monkeypatch.setattr(forms_module, "_FORMS", {})
+    assert forms_module.scan_forms(regexes) == first  # refused, worked out again

@@ -16,10 +16,10 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, NamedTuple, Protocol
 
 from crashlens.match.diskcache import read_entry, write_entry
+from crashlens.match.scan_forms import scan_forms
 from crashlens.text.linear import Linear, linear_bytes
 from crashlens.text.literals import required_literals
 
@@ -36,186 +36,6 @@ class ScanPattern:
 
     regex: str
     ignore_case: bool = False
-
-
-_LEADING_CARET = re.compile(r"^((?:\(\?[a-zA-Z]+\))?)\^")
-_TRAILING_DOLLAR = re.compile(r"(?<!\\)\$$")
-
-
-def unanchored(regex: str) -> str:
-    """The pattern without a leading `^` / trailing `$`: a superset, for the buffer scan.
-
-    Line anchors are checked by the per-line re-check anyway, and Hyperscan was seen to drop
-    matches of one `^`-anchored pattern when compiled beside another (a launcher report field
-    line next to a `====` border), so the scan never relies on them.
-    """
-    return _TRAILING_DOLLAR.sub("", _LEADING_CARET.sub(r"\1", regex))
-
-
-# A last atom (class, escape or plain character) and its quantifier, at the end of a pattern.
-_TAIL_REPEAT = re.compile(
-    r"(\[(?:\\.|[^\]\\])*\]|\\.|[^\\()|\[\]*+?{}])(\*|\?|\+|\{[0-9]+(?:,[0-9]*)?\})$"
-)
-
-
-@lru_cache(maxsize=4096)
-def scan_form(regex: str) -> str:
-    """What the buffer scan searches for: `unanchored(regex)` with its tail cut short.
-
-    Hyperscan reports *every* end offset of a match, and each one costs a Python callback:
-    `-{20,}` on a 60-dash border line reports 41 ends, `\\[[0-9]+\\]:[ \\t]*` two. The scan
-    only needs to know which lines hold a match, so a trailing optional atom is dropped and a
-    trailing repeat keeps its minimum (also inside a final group's alternatives). Each step
-    gives a superset on every line; the per-line re-check with the full regex stays exact.
-    """
-    whole = unanchored(regex)
-    trimmed = _trim_tail(whole)
-    try:
-        re.compile(trimmed)
-    except re.error:  # an escape cut in half (`\\x1b*`): keep the pattern whole
-        return whole
-    return trimmed if trimmed else whole
-
-
-def _trim_tail(regex: str, free: bool = True) -> str:
-    """`free`: what comes before `regex` may start anywhere (true at the top: the scan is
-    unanchored), which is what lets a run be found by its end alone."""
-    while True:
-        if regex[-2:] in (")?", ")*") and regex[-3:-2] != "\\":
-            group = _final_group(regex[:-1])
-            if group is None:
-                return regex
-            regex = regex[: group[0]]  # an optional group at the end: drop it
-            continue
-        if regex.endswith(")+") and regex[-3:-2] != "\\":
-            regex = regex[:-1]
-        if regex.endswith(")") and not regex.endswith("\\)"):
-            group = _final_group(regex)
-            if group is None:
-                return regex
-            start, opener = group
-            body = regex[start + len(opener) : -1]
-            inner = free and _matches_empty(regex[:start])
-            branches = [_trim_tail(b, inner) for b in _split_branches(body)]
-            return regex[:start] + opener + "|".join(branches) + ")"
-        match = _TAIL_REPEAT.search(regex)
-        if match is None:
-            return regex
-        atom, quantifier = match.group(1), match.group(2)
-        head = regex[: match.start()]
-        if quantifier in ("*", "?") or quantifier.startswith("{0"):
-            regex = head  # zero repeats allowed: drop it and look at what precedes
-            continue
-        if quantifier == "+":
-            return head + atom
-        least = quantifier[1:-1].split(",")[0]
-        if least == "1":
-            return head + atom
-        # `={20}` alone still ends at every `=` from the 20th on in a 60-`=` border; asking
-        # for the end of the run (a character that is not the atom, or the line's end) leaves
-        # one end per run and still finds every line with such a run.
-        other = _other_than(atom) if free and _matches_empty(head) else None
-        run_end = f"(?:{other}|$)" if other is not None else ""
-        return head + atom + "{" + least + "}" + run_end
-
-
-def _matches_empty(regex: str) -> bool:
-    """Whether `regex` (a prefix of a pattern) can match nothing, so a match may start later."""
-    try:
-        return re.fullmatch(regex, "") is not None
-    except re.error:
-        return False
-
-
-def _other_than(atom: str) -> str | None:
-    """A class matching one character of the line that `atom` does not match, if simple."""
-    if atom.startswith("[") and not atom.startswith("[^"):
-        return "[^" + atom[1:-1] + "\\n]"
-    if atom.startswith("\\") and (not atom[1].isalnum() or atom[1] in "dsw"):
-        return "[^" + atom + "\\n]"
-    if len(atom) == 1 and atom != ".":
-        return "[^" + ("\\" + atom if atom in "]\\^-" else atom) + "\\n]"
-    return None
-
-
-def _final_group(regex: str) -> tuple[int, str] | None:
-    """(start, opener) of the group that closes at the end of `regex`, if it is plain or named.
-
-    Read forwards, so that escapes and character classes (`[0-9]`, `[^)]`) are skipped as
-    units: a bracket or parenthesis inside them opens or closes nothing.
-    """
-    opened: list[int] = []
-    start = closed = -1
-    index = 0
-    length = len(regex)
-    while index < length:
-        char = regex[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "[":
-            index = _class_end(regex, index)
-            continue
-        if char == "(":
-            opened.append(index)
-        elif char == ")":
-            if not opened:
-                return None
-            start, closed = opened.pop(), index
-        index += 1
-    if opened or closed != length - 1:
-        return None
-    named = _NAMED_OPENER.match(regex, start)
-    if named is not None:
-        # A named group matches what its body does: a rule's capture at the end of its pattern
-        # (`Timeout\\(ms\\)=(?P<timeout_ms>[0-9]+)`) otherwise cost a callback per digit.
-        return start, named.group()
-    if regex.startswith("(?:", start):
-        return start, "(?:"
-    if regex.startswith("(?", start):
-        return None  # lookaround or flag group: keep as is
-    return start, "("
-
-
-def _class_end(regex: str, index: int) -> int:
-    """The index after the character class opening at `index` (`]` first in it is literal)."""
-    index += 1
-    if index < len(regex) and regex[index] == "^":
-        index += 1
-    if index < len(regex) and regex[index] == "]":
-        index += 1
-    while index < len(regex) and regex[index] != "]":
-        index += 2 if regex[index] == "\\" else 1
-    return index + 1
-
-
-_NAMED_OPENER = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
-
-
-def _split_branches(body: str) -> list[str]:
-    """The top-level alternatives of a group body (escapes and classes skipped as units)."""
-    branches: list[str] = []
-    depth = 0
-    current = 0
-    index = 0
-    while index < len(body):
-        char = body[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "[":
-            index = _class_end(body, index)
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            branches.append(body[current:index])
-            current = index + 1
-        index += 1
-    branches.append(body[current:])
-    return branches
 
 
 class Backend(Protocol):
@@ -258,8 +78,8 @@ class PythonBackend:
         self._folded: dict[str, list[int]] = {}
         """Literal (bytes as latin-1 text, folded ones in lower case) -> its patterns."""
         self._dropped: dict[int, int] = {}
-        for index, p in enumerate(patterns):
-            regex = scan_form(p.regex)
+        forms = scan_forms([p.regex for p in patterns])
+        for index, (p, regex) in enumerate(zip(patterns, forms, strict=True)):
             flags = re.MULTILINE | (re.IGNORECASE if p.ignore_case else 0)
             self._compiled.append(linear_bytes(regex, flags))
             prefilter = _prefilter(regex, p.ignore_case)
@@ -401,7 +221,7 @@ class HyperscanBackend:
         self._ids = tuple(ids) if ids is not None else tuple(range(len(patterns)))
         self._dropped: list[int] = []
         """Per pattern index, the matches the last `ends` dropped (its patterns ignored)."""
-        expressions = [scan_form(p.regex).encode("utf-8") for p in patterns]
+        expressions = [form.encode("utf-8") for form in scan_forms([p.regex for p in patterns])]
         flags = [
             hyperscan.HS_FLAG_MULTILINE
             | hyperscan.HS_FLAG_ALLOWEMPTY
