@@ -408,9 +408,10 @@ NARROW_AFTER = 300_000
 """Matches of ignored patterns after which an input's search is rebuilt without them. Each
 costs a callback (about 0.6 us measured from Hyperscan's scan, bench/hostile_inputs.py's 1 GiB
 log of NCCL watchdog lines): a progress anchor settled on a training log's first line would
-otherwise cost one for every later line (a 1 GiB log: 14 s). Rebuilding costs a compile (about
-0.6 s, then cached on disk, so paid once per rule library and set of patterns left out), so it
-is done once the callbacks have cost as much."""
+otherwise cost one for every later line (a 1 GiB log: 14 s). Rebuilding costs a compile of
+about 0.6 s the first time and a cache read after (the narrowed database is kept on disk, per
+rule library and set of patterns left out), so 300k callbacks (~0.2 s) is where a cached
+rebuild has long paid off and an uncached one costs about what a million more would."""
 PIECE_BYTES = 1024 * 1024
 """How much of a chunk one search covers. The matches of a search are held until it is done,
 and `ignored` grows only between searches: a pattern that matches every line (a progress
