@@ -357,7 +357,7 @@ class DeathSigns(AnchoredCollector):
         self.run_completed = False
         self.ending: list[Fact] = []
         self.progress: list[Fact] = []
-        self.contrast: list[Fact] = []
+        self.shell: list[Fact] = []
         self.crash: tuple[int, str] | None = None
         """The last line that reported a crash (a fatal message, a crash handler's or a
         debugger's signal): the native stack below it is its stack."""
@@ -556,16 +556,16 @@ class DeathSigns(AnchoredCollector):
         self.ending = ending_facts(self.path, tail, terminated, PROGRESS)
         self.progress = tail_progress(self.path, tail, PROGRESS)
         # a shell check pasted at the end: the same command as root and as the user
-        self.contrast = sudo_contrast(self.path, tail)
+        self.shell = sudo_contrast(self.path, tail)
         # a console session that ends at the shell's next prompt: the command exited
-        self.contrast += prompt_returned(self.path, tail)
+        self.shell += prompt_returned(self.path, tail)
         # each process's own last lines, where every line names its process
         self.ending += process_ends(self.path, tail)
 
     def death_facts(self) -> list[Fact]:
-        """The signs kept, the ending, the progress marks and a sudo contrast (the signals are
-        `self.signals`, listed apart)."""
-        return [*self.signs, *self.ending, *self.progress, *self.contrast]
+        """The signs kept, the ending, the progress marks and the shell transcript's facts (a
+        sudo contrast, the prompt back); the signals are `self.signals`, listed apart."""
+        return [*self.signs, *self.ending, *self.progress, *self.shell]
 
     def finish(self) -> list[Fact]:
         return [*self.death_facts(), *self.signals.facts.values(), *self.singles.values()]
