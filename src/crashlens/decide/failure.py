@@ -488,7 +488,7 @@ def _exit_sign(value: FactValue, add: _Add, who: str) -> None:
     if value == 0:
         add(Ending.COMPLETED, "exit-0", f"{who or 'the process '}exited with status 0")
     elif value in STOP_EXITS or (windows is not None and windows.category == "noise"):
-        meaning = f" ({windows.id}, a Ctrl+C in its console)" if windows is not None else ""
+        meaning = f" (Windows {windows.id})" if windows is not None else ""
         add(
             Ending.STOPPED,
             "interrupt",
