@@ -74,6 +74,7 @@ from crashlens.model import (
     InputKind,
     Role,
 )
+from crashlens.parsers.tables import CatalogEntry
 from crashlens.parsers.windows_status import is_windows_error_status, windows_status
 from crashlens.text.clip import shortened
 
@@ -495,14 +496,14 @@ def _exit_sign(value: FactValue, add: _Add, who: str) -> None:
             f"{who or 'the process '}exited with status {value}{meaning}",
         )
     else:
-        meaning = _exit_meaning(value)
+        meaning = _exit_meaning(value, windows)
         add(Ending.DIED, "exit", f"{who or 'the process '}exited with status {value}{meaning}")
 
 
-def _exit_meaning(value: int) -> str:
+def _exit_meaning(value: int, windows: CatalogEntry | None) -> str:
+    """`windows`: the status's NTSTATUS entry, when the table knows it."""
     if is_windows_error_status(value):
         # Windows' exit status of a crash is its NTSTATUS code, signed or not: never a signal
-        windows = windows_status(value)
         unsigned = value % 2**32
         name = windows.id if windows is not None else "an NTSTATUS error"
         return f" (Windows {name}, 0x{unsigned:08X})"

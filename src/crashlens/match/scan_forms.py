@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from crashlens.match.diskcache import read_entry, write_entry
+from crashlens.text.linear import split_top
 
 _FORMS: dict[str, str] = {}
 """Each regex's scan form, as worked out or read from the cache in this process."""
@@ -107,14 +108,7 @@ _TAIL_REPEAT = re.compile(
 
 
 def _form(regex: str) -> str:
-    """What the buffer scan searches for: `unanchored(regex)` with its tail cut short.
-
-    Hyperscan reports *every* end offset of a match, and each one costs a Python callback:
-    `-{20,}` on a 60-dash border line reports 41 ends, `\\[[0-9]+\\]:[ \\t]*` two. The scan
-    only needs to know which lines hold a match, so a trailing optional atom is dropped and a
-    trailing repeat keeps its minimum (also inside a final group's alternatives). Each step
-    gives a superset on every line; the per-line re-check with the full regex stays exact.
-    """
+    """`scan_form` worked out (its docstring says how)."""
     whole = unanchored(regex)
     trimmed = _trim_tail(whole)
     try:
@@ -143,7 +137,7 @@ def _trim_tail(regex: str, free: bool = True) -> str:
             start, opener = group
             body = regex[start + len(opener) : -1]
             inner = free and _matches_empty(regex[:start])
-            branches = [_trim_tail(b, inner) for b in _split_branches(body)]
+            branches = [_trim_tail(b, inner) for b in split_top(body, "|")]
             return regex[:start] + opener + "|".join(branches) + ")"
         match = _TAIL_REPEAT.search(regex)
         if match is None:
@@ -237,29 +231,3 @@ def _class_end(regex: str, index: int) -> int:
 
 
 _NAMED_OPENER = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
-
-
-def _split_branches(body: str) -> list[str]:
-    """The top-level alternatives of a group body (escapes and classes skipped as units)."""
-    branches: list[str] = []
-    depth = 0
-    current = 0
-    index = 0
-    while index < len(body):
-        char = body[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "[":
-            index = _class_end(body, index)
-            continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            branches.append(body[current:index])
-            current = index + 1
-        index += 1
-    branches.append(body[current:])
-    return branches

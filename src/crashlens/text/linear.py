@@ -194,7 +194,7 @@ def existence_checks(regex: str, flags: int = 0) -> tuple[tuple[str, tuple[str, 
     prefix, body = _split_flags(regex)
     if "(?P=" in body or re.search(r"\\[1-9]", body):
         return ()  # a backreference: what a piece matches depends on an earlier one
-    branches = [_split_gaps(branch) for branch in _split_top(body, "|")]
+    branches = [_split_gaps(branch) for branch in split_top(body, "|")]
     if all(pieces is not None and len(pieces) == 1 for pieces in branches):
         return ()  # no gap: nothing to skip (a leading repeat is `guarded` in the pattern)
     checks: list[tuple[str, tuple[str, ...]]] = []
@@ -226,7 +226,7 @@ def _width(regex: str, flags: int) -> tuple[int, int] | None:
     return int(lo), int(hi)
 
 
-def _split_top(regex: str, separator: str) -> list[str]:
+def split_top(regex: str, separator: str) -> list[str]:
     """`regex` cut at `separator` where it stands outside groups and classes."""
     parts: list[str] = []
     depth = 0

@@ -22,15 +22,11 @@ from collections.abc import Sequence
 
 from crashlens.model import Fact, Line
 from crashlens.parsers.base import fact
-from crashlens.parsers.launcher.sudo_contrast import PROMPT
+from crashlens.parsers.launcher.sudo_contrast import PROMPT, PROMPT_ENV, PROMPT_WHO
 
 KEY = "shell.prompt_returned"
-BARE_PROMPT = re.compile(
-    r"^(?:\([^()\n]{1,40}\)[ \t]*)?"  # a virtualenv or conda environment
-    # `[user@host dir]` or `user@host:~/dir`: a bare `$` or `>` alone is too common in output
-    r"(?:\[[^\]\n]{1,80}\]|[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}(?::[^ \t\n$#>%]{0,200})?)"
-    r"[ \t]?[$#%>]$"
-)
+# the user and host are required here: a bare `$` or `>` alone is too common in output
+BARE_PROMPT = re.compile(PROMPT_ENV + PROMPT_WHO + r"[ \t]?[$#%>]$")
 """A prompt with nothing typed after it: the shell waiting for the next command."""
 
 

@@ -26,11 +26,13 @@ from crashlens.model import Fact, Line
 from crashlens.parsers.base import fact
 
 KEY = "shell.sudo_contrast"
-PROMPT = re.compile(
-    r"^(?:\([^()\n]{1,40}\)[ \t]*)?"  # a virtualenv or conda environment
-    r"(?:\[[^\]\n]{1,80}\]|[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}(?::[^ \t\n$#>%]{0,200})?)?"
-    r"[ \t]?[$#>%][ \t]+(?P<command>[^ \t\n].*)$"
+PROMPT_ENV = r"^(?:\([^()\n]{1,40}\)[ \t]*)?"
+"""A prompt's opening: a virtualenv or conda environment, if any."""
+PROMPT_WHO = (
+    r"(?:\[[^\]\n]{1,80}\]|[A-Za-z0-9_.-]{1,64}@[A-Za-z0-9_.-]{1,64}(?::[^ \t\n$#>%]{0,200})?)"
 )
+"""A prompt's `[user@host dir]` or `user@host:~/dir`."""
+PROMPT = re.compile(PROMPT_ENV + PROMPT_WHO + r"?[ \t]?[$#>%][ \t]+(?P<command>[^ \t\n].*)$")
 _SUDO = re.compile(r"^sudo(?P<flags>(?:[ \t]+-[A-Za-z]+)*)[ \t]+(?P<command>[^ \t\n-].*)$")
 _OTHER_USER = re.compile(r"[ \t]-[A-Za-z]*[ug]")
 """sudo's `-u user` / `-g group` run the command as someone else, not as root."""
