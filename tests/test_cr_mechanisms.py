@@ -69,7 +69,7 @@ def test_gpu_memory_errors_of_other_allocators_name_gpu_memory() -> None:
         "jit_malloc(): out of memory! Could not allocate 2147483648 bytes of device memory.": (
             "gpu-oom-drjit-enoki-malloc"
         ),
-        "GPUassert: out of memory src/conv.cu 212": "gpu-oom-cuda-check-at-source-location",
+        "GPUassert: out of memory src/conv.cu 212": "gpu-oom-cuda-check-at-source-out-of-memory",
     }
     for line, rule in lines.items():
         assert rule in rules_hitting(line), line
