@@ -8,32 +8,48 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from crashlens.model import Ending
 from mechanism_helpers import ending_of, log_report, rules_hitting
 
-
-def test_catboost_pool_exhaustion_is_gpu_memory(tmp_path: Path) -> None:
-    text = (
+LOGS_AND_VERDICTS = {
+    # CatBoost's GPU memory pool, as its Python front end raises it
+    "catboost": (
         "Learning rate set to 0.05\n"
         "0:\tlearn: 0.6812237\ttest: 0.6815531\tbest: 0.6815531 (0)\ttotal: 1.21s\n"
         "_catboost.CatBoostError: catboost/cuda/cuda_lib/memory_pool/stack_like_memory_pool.h:"
-        "303: Error: Out of memory. Requested 7680 MB; Free 5120.25 MB\n"
-    )
-    report = log_report(tmp_path / "catboost", text)
-    assert str(report.verdict) == "gpu_oom"
-
-
-def test_an_rmm_pool_failure_is_gpu_not_host_memory(tmp_path: Path) -> None:
-    text = (
+        "303: Error: Out of memory. Requested 7680 MB; Free 5120.25 MB\n",
+        "gpu_oom",
+    ),
+    # RMM's pool: GPU memory, though Python shows it as a MemoryError of std::bad_alloc
+    "rmm-pool": (
         "distributed.worker - INFO - Run out-of-band function 'reinitialize'\n"
         "Traceback (most recent call last):\n"
         '  File "/opt/conda/lib/python3.10/site-packages/cudf/core/frame.py", line 88, in'
         " _from_columns\n"
         "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/opt/conda/include/rmm/mr/"
-        "device/pool_memory_resource.hpp:183: Maximum pool size exceeded\n"
-    )
-    report = log_report(tmp_path / "rmm", text)
-    assert str(report.verdict) == "gpu_oom"
+        "device/pool_memory_resource.hpp:183: Maximum pool size exceeded\n",
+        "gpu_oom",
+    ),
+    # RMM's async allocator on a driver older than CUDA 11.2
+    "rmm-async": (
+        "Traceback (most recent call last):\n"
+        '  File "bench.py", line 12, in <module>\n'
+        "    rmm.reinitialize(pool_allocator=False, managed_memory=False)\n"
+        "RuntimeError: RMM failure at:/opt/conda/include/rmm/mr/device/"
+        "cuda_async_memory_resource.hpp:77: cudaMallocAsync not supported with this CUDA "
+        "driver/runtime version\n",
+        "driver",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOGS_AND_VERDICTS))
+def test_a_log_of_the_mechanism_gets_its_verdict(tmp_path: Path, name: str) -> None:
+    text, verdict = LOGS_AND_VERDICTS[name]
+    report = log_report(tmp_path / name, text)
+    assert str(report.verdict) == verdict
 
 
 def test_a_thrust_bad_alloc_is_not_read_as_host_memory() -> None:
@@ -47,19 +63,6 @@ def test_a_plain_bad_alloc_is_still_host_memory() -> None:
     assert "host-oom-cxx-bad-alloc" in rules_hitting(
         "terminate called after throwing an instance of 'std::bad_alloc'"
     )
-
-
-def test_rmm_async_allocator_on_an_old_driver_is_driver(tmp_path: Path) -> None:
-    text = (
-        "Traceback (most recent call last):\n"
-        '  File "bench.py", line 12, in <module>\n'
-        "    rmm.reinitialize(pool_allocator=False, managed_memory=False)\n"
-        "RuntimeError: RMM failure at:/opt/conda/include/rmm/mr/device/"
-        "cuda_async_memory_resource.hpp:77: cudaMallocAsync not supported with this CUDA "
-        "driver/runtime version\n"
-    )
-    report = log_report(tmp_path / "rmm-async", text)
-    assert str(report.verdict) == "driver"
 
 
 def test_gpu_memory_errors_of_other_allocators_name_gpu_memory() -> None:
