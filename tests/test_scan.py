@@ -19,6 +19,7 @@ from crashlens.match.scan import (
     scan_chunks,
 )
 from crashlens.match.scan_forms import scan_form
+from crashlens.model import InputKind
 from crashlens.parsers import PARSERS
 from crashlens.parsers.base import LogParser
 
@@ -88,6 +89,79 @@ def test_compiled_database_is_cached_between_runs(tmp_path, monkeypatch) -> None
     (next(tmp_path.glob("hyperscan-*.db"))).write_bytes(b"garbage")
     third = HyperscanBackend(patterns)  # a corrupt cache file is ignored and rewritten
     assert [c.lineno for c in scan_chunks(data, third)] == [2, 3]
+
+
+@pytest.mark.skipif(not hyperscan_available(), reason="hyperscan has no wheel on this platform")
+@pytest.mark.parametrize("kind", [InputKind.LAUNCHER, InputKind.DMESG])
+def test_the_rule_library_compiles_at_once_with_no_pattern_tried_alone(
+    kind: InputKind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The patterns Hyperscan rejects (lookarounds, backreferences) are known from their
+    text and compiled in prefilter mode from the start: a fresh cache costs one compile of
+    the whole set, not a failed one and then each of ~1,100 patterns alone (2.6 s)."""
+    from crashlens.match import scan
+
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path))
+
+    def tried_alone(*_: object) -> bool:
+        raise AssertionError("the whole set failed to compile: a pattern was tried alone")
+
+    monkeypatch.setattr(scan, "_compiles", tried_alone)
+    patterns = [
+        ScanPattern(regex, rule.ignore_case)
+        for rule in shipped_rules()
+        if kind in rule.inputs
+        for regex in rule.patterns
+    ]
+    backend = scan.HyperscanBackend(patterns)
+    assert backend._prefiltered  # the library holds lookarounds: some are prefiltered
+    lookahead = next(i for i, p in enumerate(patterns) if "(?!" in p.regex)
+    assert lookahead in backend._prefiltered
+
+
+@pytest.mark.parametrize(
+    ("text", "rejected"),
+    [
+        (r"error:? ?(?!2\b)[0-9]+", True),
+        (r"(?<=rank)[0-9]", True),
+        (r"(?<!x)y", True),
+        (r"(?>ab)c", True),
+        (r"(a)\1", True),
+        (r"(?P<n>a)(?P=n)", True),
+        (r"(?(1)a|b)", True),
+        (r"\\(?=x)", True),  # an escaped backslash, then a real lookahead
+        (r"\(?=x", False),  # an escaped parenthesis: a literal `(?=`
+        (r"\(?(?:2 vs|10 vs)", False),  # `\(?` optional literal parenthesis, then a group
+        (r"(?P<name>x)(?:y)(?i:z)", False),
+        (r"C:\\1", False),  # a literal backslash and 1
+    ],
+)
+def test_constructs_hyperscan_rejects_are_known_from_the_text(text: str, rejected: bool) -> None:
+    from crashlens.match.scan import _UNSUPPORTED
+
+    assert bool(_UNSUPPORTED.search(text.encode())) is rejected
+
+
+@pytest.mark.parametrize(
+    ("form", "loosened"),
+    [
+        (r"a[^\n]{0,300}?b", r"a[^\n]{0,}?b"),
+        (r"a.{0,80}b", r"a.{0,}b"),
+        (r"[^ \t\n]{1,300}\.cu", r"[^ \t\n]{1,}\.cu"),
+        (r"[^\]\n]{0,60}z", r"[^\]\n]{0,}z"),
+        (r"a[^\n]{0,39}b", r"a[^\n]{0,39}b"),  # short bounds cost little: kept
+        (r"[^a]{0,300}", r"[^a]{0,300}"),  # the class holds the newline: kept
+        (r"a\.{0,80}", r"a\.{0,80}"),  # an escaped dot is a literal
+        (r"(?:ab){0,100}", r"(?:ab){0,100}"),
+        (r"(?s)a.{0,80}b", r"(?s)a.{0,80}b"),  # a dot that matches newlines
+    ],
+)
+def test_long_bounded_repeats_open_for_hyperscan_only_within_a_line(
+    form: str, loosened: str
+) -> None:
+    from crashlens.match.scan import _loosened
+
+    assert _loosened(form) == loosened
 
 
 @pytest.mark.parametrize(
