@@ -206,6 +206,10 @@ def test_a_long_log_keeps_its_ends_and_its_rare_lines_and_says_what_it_counted(
     bus = [h for h in thinned.hits if "Bus error" in h.text]
     assert bus and bus[0].lineno == lines.index(BUS_ERROR) + 1
     assert any(h.lineno == len(lines) for h in thinned.hits)  # the OOM on the last line
+    # The log's last line keeps its number: the tail takes the scan's count of newlines, not a
+    # count of its own, and the thinned middle is still counted.
+    [last] = [f.lineno for f in thinned.facts if f.key == "log.last_line"]
+    assert last == len(lines)
     # The parser's facts: it keeps the first 200 timeouts, all of them in the head here.
     assert thinned.facts == full.facts
     reason = thinned.status.reason or ""

@@ -402,7 +402,7 @@ def _analyze(
             tail = Tail()  # how the log ends: the failure detector reads it
             budget = WorkBudget(work_limits())
             for line, anchors in _scan(
-                tail.watch(chunks),
+                tail.watch(chunks, count=False),
                 source.path,
                 detection.kind,
                 parser,
@@ -412,6 +412,8 @@ def _analyze(
                 budget,
             ):
                 collector.feed(line, anchors)
+            assert budget.tally.newlines is not None  # the scan read the whole input
+            tail.newlines = budget.tally.newlines
             collector.end(tail.lines(parser, source.path), tail.terminated)
             facts = collector.finish()
             thinned = budget.note(

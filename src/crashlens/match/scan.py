@@ -466,7 +466,7 @@ class ScanTally:
     count in `searched` only). The caller reads the counters between candidate lines.
     """
 
-    __slots__ = ("counted", "counting", "dropped", "late", "searched")
+    __slots__ = ("counted", "counting", "dropped", "late", "newlines", "searched")
 
     def __init__(self) -> None:
         self.searched = 0
@@ -478,6 +478,9 @@ class ScanTally:
         self.counting = False
         """Whether the caller wants the counts now: a narrowed search then still searches a
         sample of pieces with every pattern, to count there."""
+        self.newlines: int | None = None
+        """Newlines in the whole input, once the scan has read all of it (the scan counts
+        them anyway, for line numbers: the caller need not count them again)."""
 
     def drop(self, patterns: Iterable[int]) -> None:
         """A line the search reported for `patterns`, dropped as they are now ignored."""
@@ -588,3 +591,5 @@ def scan_chunks(
             yield Candidate(lineno, line, frozenset(by_start[start]))
         lines_before = lineno - 1
         previous = (chunk, counted_to)
+    if tally is not None:
+        tally.newlines = lines_before + (previous[0].count(b"\n", previous[1]) if previous else 0)
