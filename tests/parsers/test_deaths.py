@@ -390,6 +390,9 @@ def test_tail_of_nothing() -> None:
         "iter 4000 | 0.31 s/it",
         "Iteration 15, loss = 0.742",
         "train loss: 0.42",
+        # the Hugging Face Trainer's bare bar and an Ultralytics training row
+        " 45%|####5     | 450/1000 [02:13<02:43,  3.37it/s]",
+        "      26/99      2.57G    0.01833    0.01442    0.07007        10        832",
     ],
 )
 def test_the_first_progress_line(line: str) -> None:
@@ -405,6 +408,8 @@ def test_the_first_progress_line(line: str) -> None:
         "Initializing model from scratch",
         "Step into the container with docker exec",
         "No of filters first layer: 32",
+        "Map (num_proc=8): 100%|##########| 1000/1000 [00:01<00:00, 912.31 examples/s]",
+        "Using 2/8 GPUs on this node",
     ],
 )
 def test_no_progress(line: str) -> None:

@@ -233,10 +233,17 @@ PROGRESS = re.compile(
     r"(?<!Num )(?<!optimization )(?<!Accumulation )(?<!per )(?<![Mm]ax )(?<![Ww]armup )"
     r"\b(?:[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter(?:ation)?|ITER)s?\b[ \t:=#\[(]*[0-9]+"
     r"|\b(?:[Ll]oss|LOSS)\b['\"]?[ \t]*[:=][ \t]*-?[0-9]*\.?[0-9]"
+    # a bare tqdm bar, no description before it: the Hugging Face Trainer's training and
+    # evaluation loops (a described bar is a step of its own: `Loading checkpoint shards:`)
+    r"|^[ \t]*[0-9]{1,3}%\|[^|\n]{0,200}\|[ \t]*[0-9]+/[0-9]+[ \t]*\["
+    # Ultralytics/YOLOv5's training row: epoch/epochs, then the GPU memory in G
+    r"|^[ \t]*[0-9]{1,5}/[0-9]{1,5}[ \t]+[0-9.]{1,8}G[ \t]"
 )
 """A training loop's progress line: a counter (`Epoch 3`, `[Epoch 1]`, `step: 200`, `iter 40`;
-not a trainer's plan, `Num Epochs = 3`) or a loss value (`loss: 0.42`, `loss=1.3`, and the
-Hugging Face Trainer's logged dict `{'loss': 0.42, ...}`)."""
+not a trainer's plan, `Num Epochs = 3`), a loss value (`loss: 0.42`, `loss=1.3`, and the
+Hugging Face Trainer's logged dict `{'loss': 0.42, ...}`), the Trainer's bare progress bar
+(` 45%|####5     | 450/1000 [02:13<02:43,  3.37it/s]`) or an Ultralytics training row
+(`     26/99     2.57G    0.0183 ...`)."""
 TRAINING_START = re.compile(
     # the Hugging Face Trainer (and DeepSpeed-Chat's copy of its banner)
     r"\*{5} Running training \*{5}"
@@ -589,7 +596,9 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # the first line of training progress is all that is kept (the last lines' progress is
     # read from the log's tail: `progress.py`)
     Anchor(
-        r"[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter|ITER|[Ll]oss|LOSS",
+        r"[Ee]poch|EPOCH|[Ss]tep|STEP|[Ii]ter|ITER|[Ll]oss|LOSS"
+        r"|[0-9]%\|[^|\n]{0,200}\|[ \t]*[0-9]+/[0-9]+[ \t]*\["
+        r"|[0-9]/[0-9]{1,5}[ \t]+[0-9.]{1,8}G[ \t]",
         D.on_progress,
         settles=("log.progress",),
     ),
