@@ -124,3 +124,13 @@ def test_scan_of_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in cached]
     evidence = [str(row.get("row", row).get("evidence")) for row in rows]
     assert any("train-\\x9b\\xff.log" in text for text in evidence), evidence
+
+
+def test_a_df_header_with_no_column_between_its_ends() -> None:
+    """Found as an IndexError in df's row split (sniff and parse): `Filesystem   Mounted on`
+    with nothing between, then a row. Such a header names no column: no row is read by it."""
+    text = "Filesystem   Mounted on\nshm              64M   63M  1.0M  99% /dev/shm\n"
+    parser = _document_parser(InputKind.DF)
+    assert 0.0 <= parser.sniff(text) <= 1.0
+    result = parser.parse(text, "df.txt")
+    assert not [f for f in result.facts if f.key == "df.shm_size_bytes"]

@@ -107,7 +107,9 @@ class _Row:
 def _split_row(line: str, layout: _Layout) -> _Row | None:
     """Split a data row: filesystem, the header's columns, mount point (spaces allowed)."""
     width = len(layout.roles)
-    if width > _MAX_COLUMNS:
+    if not 0 < width <= _MAX_COLUMNS:
+        # no column between `Filesystem` and `Mounted on`: a header cut down to its ends
+        # (every token would "fit" an empty set of columns), or more columns than df prints
         return None
     tokens = list(_TOKEN_RE.finditer(line))
     # Try the shortest filesystem first: a name with spaces is rarer than a mount with them.
