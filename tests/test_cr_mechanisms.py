@@ -11,45 +11,69 @@ from pathlib import Path
 import pytest
 
 from crashlens.model import Ending
-from mechanism_helpers import ending_of, log_report, rules_hitting
+from mechanism_helpers import (
+    Scenario,
+    assert_scenario_verdict,
+    ending_of,
+    log_report,
+    rules_hitting,
+)
 
-LOGS_AND_VERDICTS = {
+SCENARIOS = (
     # CatBoost's GPU memory pool, as its Python front end raises it
-    "catboost": (
-        "Learning rate set to 0.05\n"
-        "0:\tlearn: 0.6812237\ttest: 0.6815531\tbest: 0.6815531 (0)\ttotal: 1.21s\n"
-        "_catboost.CatBoostError: catboost/cuda/cuda_lib/memory_pool/stack_like_memory_pool.h:"
-        "303: Error: Out of memory. Requested 7680 MB; Free 5120.25 MB\n",
+    Scenario(
+        "catboost",
+        {
+            "train.log": (
+                "Learning rate set to 0.05\n"
+                "0:\tlearn: 0.6812237\ttest: 0.6815531\tbest: 0.6815531 (0)\ttotal: 1.21s\n"
+                "_catboost.CatBoostError: "
+                "catboost/cuda/cuda_lib/memory_pool/stack_like_memory_pool.h:"
+                "303: Error: Out of memory. Requested 7680 MB; Free 5120.25 MB\n"
+            ),
+        },
         "gpu_oom",
+        "gpu-oom-catboost-gpu-memory-pool",
     ),
     # RMM's pool: GPU memory, though Python shows it as a MemoryError of std::bad_alloc
-    "rmm-pool": (
-        "distributed.worker - INFO - Run out-of-band function 'reinitialize'\n"
-        "Traceback (most recent call last):\n"
-        '  File "/opt/conda/lib/python3.10/site-packages/cudf/core/frame.py", line 88, in'
-        " _from_columns\n"
-        "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:/opt/conda/include/rmm/mr/"
-        "device/pool_memory_resource.hpp:183: Maximum pool size exceeded\n",
+    Scenario(
+        "rmm-pool",
+        {
+            "train.log": (
+                "distributed.worker - INFO - Run out-of-band function 'reinitialize'\n"
+                "Traceback (most recent call last):\n"
+                '  File "/opt/conda/lib/python3.10/site-packages/cudf/core/frame.py", line 88, in'
+                " _from_columns\n"
+                "MemoryError: std::bad_alloc: out_of_memory: RMM failure "
+                "at:/opt/conda/include/rmm/mr/"
+                "device/pool_memory_resource.hpp:183: Maximum pool size exceeded\n"
+            ),
+        },
         "gpu_oom",
+        "gpu-oom-rmm-out-of-memory",
     ),
     # RMM's async allocator on a driver older than CUDA 11.2
-    "rmm-async": (
-        "Traceback (most recent call last):\n"
-        '  File "bench.py", line 12, in <module>\n'
-        "    rmm.reinitialize(pool_allocator=False, managed_memory=False)\n"
-        "RuntimeError: RMM failure at:/opt/conda/include/rmm/mr/device/"
-        "cuda_async_memory_resource.hpp:77: cudaMallocAsync not supported with this CUDA "
-        "driver/runtime version\n",
+    Scenario(
+        "rmm-async",
+        {
+            "train.log": (
+                "Traceback (most recent call last):\n"
+                '  File "bench.py", line 12, in <module>\n'
+                "    rmm.reinitialize(pool_allocator=False, managed_memory=False)\n"
+                "RuntimeError: RMM failure at:/opt/conda/include/rmm/mr/device/"
+                "cuda_async_memory_resource.hpp:77: cudaMallocAsync not supported with this CUDA "
+                "driver/runtime version\n"
+            ),
+        },
         "driver",
+        "driver-rmm-cuda-malloc-async-unsupported",
     ),
-}
+)
 
 
-@pytest.mark.parametrize("name", sorted(LOGS_AND_VERDICTS))
-def test_a_log_of_the_mechanism_gets_its_verdict(tmp_path: Path, name: str) -> None:
-    text, verdict = LOGS_AND_VERDICTS[name]
-    report = log_report(tmp_path / name, text)
-    assert str(report.verdict) == verdict
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_a_log_of_the_mechanism_gets_its_verdict(tmp_path: Path, scenario: Scenario) -> None:
+    assert_scenario_verdict(tmp_path, scenario)
 
 
 def test_a_thrust_bad_alloc_is_not_read_as_host_memory() -> None:

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from crashlens.model import Ending
-from mechanism_helpers import ending_of, log_report, rules_hitting
+from mechanism_helpers import (
+    Scenario,
+    assert_scenario_verdict,
+    ending_of,
+    log_report,
+    rules_hitting,
+)
 
 LINES_AND_RULES = [
     (
@@ -67,48 +73,75 @@ def test_the_line_is_read_by_the_rule_of_its_mechanism(line: str, rule: str) -> 
     assert rule in rules_hitting(line)
 
 
-LOGS_AND_VERDICTS = {
+SCENARIOS = (
     # fish's report of a SIGBUS after a DataLoader's progress: shared memory, as bash's would be
-    "fish-sigbus": (
-        "Epoch 3:  41%|████      | 410/1000 [02:13<03:11,  3.08it/s]\n"
-        "fish: Job 1, 'python train.py' terminated by signal SIGBUS (Misaligned address error)\n",
+    Scenario(
+        "fish-sigbus",
+        {
+            "train.log": (
+                "Epoch 3:  41%|████      | 410/1000 [02:13<03:11,  3.08it/s]\n"
+                "fish: Job 1, 'python train.py' terminated by signal SIGBUS (Misaligned address "
+                "error)\n"
+            ),
+        },
         "shm",
+        "shm-bus-error-crash",
     ),
     # a workload manager's status lines: the container hit its memory limit
-    "platform-oom-killed": (
-        "2025-02-03 11:02:09 [INFO] container trainer is oom-killed.\n"
-        "2025-02-03 11:02:09 [INFO] Workload status changed to stopping\n"
-        "2025-02-03 11:02:40 [INFO] Pod deleted.\n",
+    Scenario(
+        "platform-oom-killed",
+        {
+            "train.log": (
+                "2025-02-03 11:02:09 [INFO] container trainer is oom-killed.\n"
+                "2025-02-03 11:02:09 [INFO] Workload status changed to stopping\n"
+                "2025-02-03 11:02:40 [INFO] Pod deleted.\n"
+            ),
+        },
         "host_oom",
+        "host-oom-platform-container-oom-killed",
     ),
     # JAX hands ptxas PTX of a newer ISA than the installed toolkit reads
-    "ptxas-older-than-ptx": (
-        "I0104 10:00:01.000000 140 service.cc:145] XLA service initialized for platform CUDA\n"
-        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: ptxas exited with non-zero error code "
-        "65280, output: ptxas /tmp/tempfile-node-7-1f2e, line 5; fatal   : Unsupported .version "
-        "8.5; current version is '8.2'\n"
-        "ptxas fatal   : Ptx assembly aborted due to errors\n",
+    Scenario(
+        "ptxas-older-than-ptx",
+        {
+            "train.log": (
+                "I0104 10:00:01.000000 140 service.cc:145] XLA service initialized for platform "
+                "CUDA\n"
+                "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: ptxas exited with non-zero "
+                "error code "
+                "65280, output: ptxas /tmp/tempfile-node-7-1f2e, line 5; fatal   : Unsupported "
+                ".version "
+                "8.5; current version is '8.2'\n"
+                "ptxas fatal   : Ptx assembly aborted due to errors\n"
+            ),
+        },
         "driver",
+        "driver-xla-cuda-toolkit-missing",
     ),
     # PaddlePaddle 1.x's allocator refusing a request larger than the card's free memory
-    "paddle-1x": (
-        "W0521 10:11:12.123456  4242 device_context.cc:259] Please NOTE: device: 0,"
-        " CUDA Capability: 70\n"
-        "paddle.fluid.core_avx.EnforceNotMet: \n"
-        "Enforce failed. Expected allocating <= available, but received allocating:8589934592 > "
-        "available:1073741824.\n"
-        "Insufficient GPU memory to allocation."
-        " at [/paddle/paddle/fluid/platform/gpu_info.cc:262]\n",
+    Scenario(
+        "paddle-1x",
+        {
+            "train.log": (
+                "W0521 10:11:12.123456  4242 device_context.cc:259] Please NOTE: device: 0,"
+                " CUDA Capability: 70\n"
+                "paddle.fluid.core_avx.EnforceNotMet: \n"
+                "Enforce failed. Expected allocating <= available, but received "
+                "allocating:8589934592 > "
+                "available:1073741824.\n"
+                "Insufficient GPU memory to allocation."
+                " at [/paddle/paddle/fluid/platform/gpu_info.cc:262]\n"
+            ),
+        },
         "gpu_oom",
+        "gpu-oom-framework-allocator-exhausted",
     ),
-}
+)
 
 
-@pytest.mark.parametrize("name", sorted(LOGS_AND_VERDICTS))
-def test_a_log_of_the_mechanism_gets_its_verdict(tmp_path: Path, name: str) -> None:
-    text, verdict = LOGS_AND_VERDICTS[name]
-    report = log_report(tmp_path / name, text)
-    assert str(report.verdict) == verdict
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_a_log_of_the_mechanism_gets_its_verdict(tmp_path: Path, scenario: Scenario) -> None:
+    assert_scenario_verdict(tmp_path, scenario)
 
 
 def test_a_shell_report_of_a_signal_shows_the_run_died(tmp_path: Path) -> None:
