@@ -299,6 +299,17 @@ _KERNEL_RESTARTER = re.compile(r"KernelRestarter: restart(ing kernel \([0-9]+/[0
 """jupyter_client's restarter (`KernelRestarter`, `AsyncIOLoopKernelRestarter`) polls the kernel
 process and, when it is no longer alive, logs `restarting kernel (n/limit)`, then `restart
 failed` past the limit."""
+_KERNEL_UI = re.compile(
+    r"The kernel appears to have died\. It will restart automatically"
+    r"|The kernel has died, and the automatic restart has failed"
+    r"|The Kernel crashed while executing code in the current cell"
+    r"|Disposing session as kernel process died"
+    r"|^Kernel died, restarting"
+)
+"""What a notebook front end shows once it finds its kernel process dead, as users paste it:
+the classic Notebook's and JupyterLab's dialogs (restarting, then past the restarter's limit),
+VS Code's Jupyter extension (its cell message and its log's line) and Spyder's console. The
+front end learns it from the restarter above: the kernel process is gone, whatever killed it."""
 _GC_CRASH = re.compile(r"^[ \t]*Garbage-collecting[ \t]*$")
 _SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
 
@@ -543,6 +554,8 @@ class DeathSigns(AnchoredCollector):
         if m := _KERNEL_RESTARTER.search(line.text):
             what = "restart failed" if m.group(1) == " failed" else "restarting"
             self._sign("jupyter.kernel_died", what, line)
+        elif _KERNEL_UI.search(line.text):
+            self._sign("jupyter.kernel_died", "died", line)
 
     def on_progress(self, line: Line) -> None:
         if PROGRESS.search(line.text):
@@ -660,7 +673,11 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # a serving engine's own death sign (vLLM, SGLang, TGI)
     Anchor(_ENGINE_ANCHOR, D.on_engine_dead),
     # a notebook server's note that its kernel process died
-    Anchor(r"KernelRestarter: restart", D.on_kernel_restart),
+    Anchor(
+        r"KernelRestarter: restart|kernel appears to have died|kernel has died, and the auto"
+        r"|Kernel crashed while executing|as kernel process died|^Kernel died, restarting",
+        D.on_kernel_restart,
+    ),
     # squeue's row for a pending job: `PD`, no time run, the reason in parentheses
     Anchor(r"PD[ \t]+0:00[ \t]+[0-9]+[ \t]+\(", D.on_squeue_pending),
 )
