@@ -1,7 +1,12 @@
-"""Mechanisms learned in the stop of batch 2026-12-06-cu, each tested on lines written for the
-test: how macOS's shell words a signal death (BSD's strsignal text and the signal's number),
-what notebook front ends show once their kernel process is dead, and the legacy `docker
-build`'s report of a RUN step the kernel killed."""
+"""Mechanisms learned in the stop of batch 2026-12-06-cu, each tested on lines and logs written
+for the test, not taken from the cases: how macOS's shell words a signal death (BSD's strsignal
+text and the signal's number), what notebook front ends show once their kernel process is dead,
+the legacy `docker build`'s report of a RUN step the kernel killed (found by probing, before the
+batch); then, from the batch's misses: zsh's job line cut after the signal's word, Python's
+refusal to raise a resource limit past the hard one, XLA finding no NCCL library, HugeCTR's
+out-of-memory check naming a header, Grounding DINO's unbuilt `_C` extension, PyTorch's
+environment report pairing its CUDA build with a driver too old for it, and the early-stopping
+lines of Keras and Lightning as finish signs."""
 
 from __future__ import annotations
 
@@ -10,10 +15,34 @@ from pathlib import Path
 import pytest
 
 from crashlens.model import Ending
-from mechanism_helpers import ending_of, log_report, rules_hitting
+from mechanism_helpers import (
+    Scenario,
+    assert_scenario_verdict,
+    ending_of,
+    log_report,
+    report_of,
+    rules_hitting,
+)
 
 LINES_AND_RULES = [
     ("Abort trap: 6", "network-sigabrt-exit"),
+    ("[2]  + 91234 killed", "host-oom-shell-killed"),
+    ("ValueError: not allowed to raise maximum limit", "permissions-setrlimit-above-hard-limit"),
+    (
+        "XlaRuntimeError: INTERNAL: NCCL operation ncclCommInitRank(&comm, nranks, id, rank)"
+        " failed: Unable to load NCCL library. Multi-GPU collectives will not work.",
+        "driver-library-missing",
+    ),
+    (
+        "[HCDEBUG][ERROR] Runtime error: out of memory /hugectr/HugeCTR/include/tensor2.hpp:117",
+        "gpu-oom-cuda-check-at-source-out-of-memory",
+    ),
+    (
+        "/usr/lib/python3/site-packages/groundingdino/models/GroundingDINO/ms_deform_attn.py:31:"
+        " UserWarning: Failed to load custom C++ ops. Running on CPU mode Only!",
+        "driver-cuda-extension-module-not-built",
+    ),
+    ("Is CUDA available: False", "driver-torch-env-report-cuda-unavailable"),
     (
         "The command '/bin/sh -c pip install -r requirements.txt' returned a non-zero code: 137",
         "host-oom-docker-exit-137",
@@ -43,6 +72,7 @@ DEATH_LINES = [
         " Reason: ",
     ),
     ("spyder", "Kernel died, restarting"),
+    ("zsh-job-cut", "[1]    77120 killed"),
 ]
 
 
@@ -61,3 +91,118 @@ def test_a_kernel_death_mentioned_in_passing_is_not_one(tmp_path: Path) -> None:
         "Epoch 1/10\nstep 100 loss 2.31\nsee the FAQ if a kernel died once\nstep 200 loss 2.10\n",
     )
     assert ending_of(report) is not Ending.DIED
+
+
+SCENARIOS = (
+    # a script raising its open-files limit past the cluster's hard limit at start-up
+    Scenario(
+        "setrlimit",
+        {
+            "train.log": (
+                "Traceback (most recent call last):\n"
+                '  File "/home/user/proj/train.py", line 12, in <module>\n'
+                "    resource.setrlimit(resource.RLIMIT_NOFILE, (1048576, hard))\n"
+                "ValueError: current limit exceeds maximum limit\n"
+            ),
+        },
+        "permissions",
+        "permissions-setrlimit-above-hard-limit",
+    ),
+    # HugeCTR's allocator: the embedding does not fit the GPU
+    Scenario(
+        "hugectr",
+        {
+            "train.log": (
+                "[HCDEBUG][INFO] Initialize model: dlrm\n"
+                "terminate called after throwing an instance of 'std::runtime_error'\n"
+                "  what():  [HCDEBUG][ERROR] Runtime error: out of memory"
+                " /hugectr/HugeCTR/include/tensor2.hpp:117\n"
+                "Aborted (core dumped)\n"
+            ),
+        },
+        "gpu_oom",
+        "gpu-oom-cuda-check-at-source-out-of-memory",
+    ),
+    # Grounding DINO installed without its CUDA extension, run on a GPU
+    Scenario(
+        "groundingdino",
+        {
+            "infer.log": (
+                "/opt/conda/lib/python3.10/site-packages/groundingdino/models/GroundingDINO/"
+                "ms_deform_attn.py:31: UserWarning: Failed to load custom C++ ops. Running on CPU"
+                " mode Only!\n"
+                "Traceback (most recent call last):\n"
+                '  File "/opt/conda/lib/python3.10/site-packages/groundingdino/models/'
+                'GroundingDINO/ms_deform_attn.py", line 53, in forward\n'
+                "    output = _C.ms_deform_attn_forward(\n"
+                "NameError: name '_C' is not defined\n"
+            ),
+        },
+        "driver",
+        "driver-cuda-extension-module-not-built",
+    ),
+)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_a_log_of_the_mechanism_gets_its_verdict(tmp_path: Path, scenario: Scenario) -> None:
+    assert_scenario_verdict(tmp_path, scenario)
+
+
+COLLECT_ENV = (
+    "Collecting environment information...\n"
+    "PyTorch version: 2.1.0+cu121\n"
+    "Is debug build: False\n"
+    "CUDA used to build PyTorch: 12.1\n"
+    "OS: Ubuntu 20.04.6 LTS (x86_64)\n"
+    "Is CUDA available: False\n"
+    "CUDA runtime version: 11.4.152\n"
+    "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n"
+    "Nvidia driver version: {driver}\n"
+)
+EXPLANATION = "driver-cuda-runtime-newer-than-driver"
+HALF_ON_CPU = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 88, in <module>\n'
+    "    out = model(batch)\n"
+    "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'\n"
+)
+
+
+def test_an_environment_report_pairs_the_cuda_build_with_its_driver(tmp_path: Path) -> None:
+    """torch.utils.collect_env's driver line is nvidia-smi's driver version: a CUDA 12.1 build
+    on a 470 driver (CUDA 11.4 at most) explains why CUDA is unavailable, whatever the knock-on
+    error in the run's own log; with a driver new enough, nothing explains it."""
+    old = report_of(
+        tmp_path / "old",
+        {"collect_env.txt": COLLECT_ENV.format(driver="470.82.01"), "train.log": HALF_ON_CPU},
+    )
+    assert str(old.verdict) == "driver"
+    assert EXPLANATION in {item.rule for item in old.causes[0].evidence}
+    new = report_of(
+        tmp_path / "new",
+        {"collect_env.txt": COLLECT_ENV.format(driver="535.104.05"), "train.log": HALF_ON_CPU},
+    )
+    assert EXPLANATION not in {item.rule for cause in new.causes for item in cause.evidence}
+
+
+def test_early_stopping_lines_are_finish_signs(tmp_path: Path) -> None:
+    """Keras's and Lightning's early-stopping lines end the fit loop on purpose: a log that ends
+    past them shows a completed run."""
+    for name, text in [
+        ("keras", "Epoch 14/100\n120/120 - 3s - loss: 0.21\nEpoch 14: early stopping\n"),
+        (
+            "keras-restore",
+            "Epoch 9/50\n64/64 - 1s - loss: 0.40\n"
+            "Restoring model weights from the end of the best epoch: 4.\n",
+        ),
+        (
+            "lightning",
+            "Epoch 7: 100%|##########| 50/50 [00:04<00:00, 11.2it/s, v_num=3]"
+            "Monitored metric val_acc did not improve in the last 4 records. Best score: 0.871."
+            " Signaling Trainer to stop.\n",
+        ),
+    ]:
+        report = log_report(tmp_path / name, text)
+        assert ending_of(report) is Ending.COMPLETED, name
+        assert str(report.verdict) == "none", name

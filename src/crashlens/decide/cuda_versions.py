@@ -45,6 +45,7 @@ RUNTIME = "cuda.version"
 DRIVER_CUDA = "nvidia_smi.cuda_version"
 DRIVER_VERSION = "nvidia_smi.driver_version"
 GPU_NAME = "gpu.name"
+GPU_CAPABILITY = "gpu.capability"
 MAX_DERIVED = 8
 _DATACENTER = re.compile(
     r"\b(?:Tesla|DGX|[ABHL][0-9]{1,3}[A-Z]?|GH200|GB200|T4|V100|P100|P40|P4|K80|M60)\b"
@@ -118,12 +119,22 @@ class _Driver:
     gpu_class: str
 
 
+def _gpu_name(item: Fact) -> str | None:
+    """The GPU name a fact gives: nvidia-smi's, or the name a log line showed its GPU by (the
+    `gpu.capability` a pasted torch.utils.collect_env report's `GPU 0: <name>` gives)."""
+    if item.key == GPU_NAME:
+        return str(item.value)
+    if item.key == GPU_CAPABILITY and (named := item.attr("shown_as")) not in (None, "stated"):
+        return str(named)
+    return None
+
+
 def _gpu_classes(facts: Sequence[Fact]) -> dict[str, str]:
     """Per input: `datacenter` when it names a data-center GPU, else `other`."""
     classes: dict[str, str] = {}
     for item in facts:
-        if item.key == GPU_NAME:
-            datacenter = _DATACENTER.search(str(item.value)) is not None
+        if (name := _gpu_name(item)) is not None:
+            datacenter = _DATACENTER.search(name) is not None
             if datacenter or item.path not in classes:
                 classes[item.path] = "datacenter" if datacenter else "other"
     return classes

@@ -9,7 +9,8 @@ build whatever kind of log named them.
 * `gpu.capability`: str `major.minor`, the first GPU a line names or states
   (`parsers/gpu_arch.py`); attr `shown_as` (the name found, or `stated`).
 * `cuda.version`, `torch.version`, `nccl.version`: the first of each a line names
-  (`messages.version_facts`).
+  (`messages.version_facts`); `nvidia_smi.driver_version`, the driver version a pasted
+  torch.utils.collect_env report read from nvidia-smi.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def on_build_version(collector: AnchoredCollector, line: Line) -> None:
 VERSION_ANCHOR = (
     r"torch==[0-9]|(?:PyTorch|torch) version:? [0-9]"
     r"|CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]|libcudart\.so\.[0-9]|NCCL version [0-9]"
+    r"|^Nvidia driver version: [0-9]"
 )
 """Line-safe: the lines `messages.version_facts` reads."""
 
@@ -44,6 +46,10 @@ GPU_ANCHOR: Anchor[Any] = Anchor(GPU_LINE_ANCHOR, on_gpu, settles=("gpu.capabili
 
 BUILD_ANCHORS: tuple[Anchor[Any], ...] = (
     GPU_ANCHOR,
-    Anchor(VERSION_ANCHOR, on_build_version, settles=("cuda.version", "torch.version")),
+    Anchor(
+        VERSION_ANCHOR,
+        on_build_version,
+        settles=("cuda.version", "torch.version", "nvidia_smi.driver_version"),
+    ),
 )
 """The plain-text collector's: the GPU and the build versions."""

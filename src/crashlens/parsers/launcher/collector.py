@@ -735,6 +735,8 @@ ANCHORS: tuple[Anchor[Any], ...] = (
         L.on_version,
         settles=("cuda.version",),
     ),
+    # torch.utils.collect_env's driver line (nvidia-smi's driver version)
+    Anchor(r"^Nvidia driver version: [0-9]", L.on_version, settles=("nvidia_smi.driver_version",)),
     # the GPU the job runs on, by name or stated capability (for the CUDA build's reach)
     GPU_ANCHOR,
     # how a process died, as any text log shows it (shared with plain text)

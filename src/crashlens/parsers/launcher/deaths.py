@@ -129,7 +129,8 @@ SHELL_JOB = re.compile(
     # bash's and zsh's job table (`[1]+  Killed   python x.py`, `[1]    4242 killed   python`,
     # `zsh: killed   python x.py`): the word, then the command, also after a progress bar.
     r"(?:^|[\]|%)>])[ \t]*(?:zsh: |\[[0-9]+\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)"
-    rf"({_WORDS}|abort){_CORE}[ \t]{{2,}}[^ \t\n]",
+    # (or the word ends the line: the command cut from a paste)
+    rf"({_WORDS}|abort){_CORE}(?:[ \t]{{2,}}[^ \t\n]|[ \t]*$)",
     re.IGNORECASE,
 )
 SHELL_SCRIPT = re.compile(
@@ -600,7 +601,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(FINISH_ANCHOR, D.on_completed),
     Anchor(rf"(?:{_WORDS}){_CORE}[ \t]*$", D.on_shell_word),
     Anchor(
-        rf"(?i:(?:zsh: |\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)(?:{_WORDS}|abort){_CORE}[ \t][ \t])",
+        rf"(?i:(?:zsh: |\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)(?:{_WORDS}|abort){_CORE}"
+        r"(?:[ \t][ \t]|[ \t]*$))",
         D.on_shell_word,
     ),
     Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),

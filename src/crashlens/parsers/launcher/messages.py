@@ -109,6 +109,10 @@ _TORCH_VERSION = re.compile(
 )
 _CUDA_VERSION = re.compile(r"CUDA (?:[Vv]ersion|used to build PyTorch):? ([0-9]+\.[0-9]+)")
 _TORCH_CU = re.compile(r"\+cu([0-9]+)([0-9])$")
+_COLLECT_ENV_DRIVER = re.compile(r"^Nvidia driver version: ([0-9]{2,4}(?:\.[0-9]{1,4}){1,2})\b")
+"""torch.utils.collect_env's driver line (`Nvidia driver version: 418.39`): the version it read
+from nvidia-smi's banner, so a pasted environment report states the driver as nvidia-smi would,
+for the CUDA-runtime check (`decide/cuda_versions.py`)."""
 _CUDART = re.compile(r"\blibcudart\.so\.([0-9]{1,2})\.([0-9])\b")
 """The CUDA runtime library a framework loads (TensorFlow's `Successfully opened dynamic library
 libcudart.so.10.0`, `Could not load dynamic library 'libcudart.so.11.0'`): the CUDA it was built
@@ -124,8 +128,11 @@ def torch_cuda(version: str) -> str | None:
 
 
 def version_facts(text: str) -> list[tuple[str, str]]:
-    """(key, value) pairs for the nccl / cuda / torch versions a line names."""
+    """(key, value) pairs for the nccl / cuda / torch versions a line names, and the driver
+    version torch.utils.collect_env reports (`nvidia_smi.driver_version`: nvidia-smi's)."""
     found: list[tuple[str, str]] = []
+    if m := _COLLECT_ENV_DRIVER.search(text):
+        found.append(("nvidia_smi.driver_version", m.group(1)))
     if m := _NCCL_VERSION.search(text):
         found.append(("nccl.version", m.group(1)))
         if m.group(2):
