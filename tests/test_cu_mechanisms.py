@@ -1,12 +1,13 @@
-"""Mechanisms learned in the stop of batch 2026-12-06-cu, each tested on lines and logs written
-for the test, not taken from the cases: how macOS's shell words a signal death (BSD's strsignal
-text and the signal's number), what notebook front ends show once their kernel process is dead,
-the legacy `docker build`'s report of a RUN step the kernel killed (found by probing, before the
+"""Mechanisms learned in the stop of batch 2026-12-06-cu, each tested on lines and logs written for
+the test, not taken from the cases: how macOS's shell words a signal death (BSD's strsignal text
+and the signal's number), what notebook front ends show once their kernel process is dead, the
+legacy `docker build`'s report of a RUN step the kernel killed (found by probing, before the
 batch); then, from the batch's misses: zsh's job line cut after the signal's word, Python's
 refusal to raise a resource limit past the hard one, XLA finding no NCCL library, HugeCTR's
 out-of-memory check naming a header, Grounding DINO's unbuilt `_C` extension, PyTorch's
-environment report pairing its CUDA build with a driver too old for it, and the early-stopping
-lines of Keras and Lightning as finish signs."""
+environment report pairing its CUDA build with a driver too old for it (and an fp16 op left on
+the CPU as what that mismatch leads to), and the early-stopping lines of Keras and Lightning as
+finish signs."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ LINES_AND_RULES = [
         "driver-cuda-extension-module-not-built",
     ),
     ("Is CUDA available: False", "driver-torch-env-report-cuda-unavailable"),
+    (
+        "RuntimeError: \"slow_conv2d_cpu\" not implemented for 'Half'",
+        "driver-half-precision-op-on-cpu",
+    ),
     (
         "The command '/bin/sh -c pip install -r requirements.txt' returned a non-zero code: 137",
         "host-oom-docker-exit-137",
