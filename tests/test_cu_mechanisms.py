@@ -2,12 +2,13 @@
 the test, not taken from the cases: how macOS's shell words a signal death (BSD's strsignal text
 and the signal's number), what notebook front ends show once their kernel process is dead, the
 legacy `docker build`'s report of a RUN step the kernel killed (found by probing, before the
-batch); then, from the batch's misses: zsh's job line cut after the signal's word, Python's
-refusal to raise a resource limit past the hard one, XLA finding no NCCL library, HugeCTR's
-out-of-memory check naming a header, Grounding DINO's unbuilt `_C` extension, PyTorch's
-environment report pairing its CUDA build with a driver too old for it (and an fp16 op left on
-the CPU as what that mismatch leads to), and the early-stopping lines of Keras and Lightning as
-finish signs."""
+batch), a TLS session to a download server cut or refused and datasets' `Couldn't reach '<name>'
+on the Hub` (found by probing after it); then, from the batch's misses: zsh's job line cut after
+the signal's word, Python's refusal to raise a resource limit past the hard one, XLA finding no
+NCCL library, HugeCTR's out-of-memory check naming a header, Grounding DINO's unbuilt `_C`
+extension, PyTorch's environment report pairing its CUDA build with a driver too old for it (and
+an fp16 op left on the CPU as what that mismatch leads to), and the early-stopping lines of
+Keras and Lightning as finish signs."""
 
 from __future__ import annotations
 
@@ -44,6 +45,16 @@ LINES_AND_RULES = [
         "driver-cuda-extension-module-not-built",
     ),
     ("Is CUDA available: False", "driver-torch-env-report-cuda-unavailable"),
+    (
+        "requests.exceptions.SSLError: HTTPSConnectionPool(host='cdn-lfs.hf.co', port=443): Max"
+        " retries exceeded with url: /repos/x (Caused by SSLError(SSLZeroReturnError(6, 'TLS/SSL"
+        " connection has been closed (EOF) (_ssl.c:1131)')))",
+        "network-http-tls-handshake-failed",
+    ),
+    (
+        "ConnectionError: Couldn't reach 'HuggingFaceFW/fineweb' on the Hub (ReadTimeout)",
+        "network-hf-hub-unreachable-no-cache",
+    ),
     (
         "RuntimeError: \"slow_conv2d_cpu\" not implemented for 'Half'",
         "driver-half-precision-op-on-cpu",
