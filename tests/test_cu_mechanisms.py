@@ -8,7 +8,8 @@ the signal's word, Python's refusal to raise a resource limit past the hard one,
 NCCL library, HugeCTR's out-of-memory check naming a header, Grounding DINO's unbuilt `_C`
 extension, PyTorch's environment report pairing its CUDA build with a driver too old for it (and
 an fp16 op left on the CPU as what that mismatch leads to), and the early-stopping lines of
-Keras and Lightning as finish signs."""
+Keras and Lightning as finish signs; and, from the corpus's out-of-fold misses, DeepSpeed's
+launcher tearing its ranks down when none printed an error (a silent kill)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from crashlens.model import Ending
+from crashlens.pipeline import analyze
 from mechanism_helpers import (
     Scenario,
     assert_scenario_verdict,
@@ -24,6 +26,7 @@ from mechanism_helpers import (
     log_report,
     report_of,
     rules_hitting,
+    write_folder,
 )
 
 LINES_AND_RULES = [
@@ -222,3 +225,33 @@ def test_early_stopping_lines_are_finish_signs(tmp_path: Path) -> None:
         report = log_report(tmp_path / name, text)
         assert ending_of(report) is Ending.COMPLETED, name
         assert str(report.verdict) == "none", name
+
+
+DS_TEARDOWN = (
+    "[2025-02-01 10:00:00,000] [INFO] [launch.py:256:main] process 4101 spawned with command:"
+    " ['/usr/bin/python3', '-u', 'sft.py', '--local_rank=0']\n"
+    "[2025-02-01 10:00:00,001] [INFO] [launch.py:256:main] process 4102 spawned with command:"
+    " ['/usr/bin/python3', '-u', 'sft.py', '--local_rank=1']\n"
+    "Loading checkpoint shards:  50%|#####     | 2/4 [01:10<01:10, 35.0s/it]\n"
+    "[2025-02-01 10:03:12,500] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 4101\n"
+    "[2025-02-01 10:03:12,900] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 4102\n"
+)
+
+
+def test_a_deepspeed_teardown_with_no_error_reads_as_a_silent_kill(tmp_path: Path) -> None:
+    """DeepSpeed's launcher killing its ranks when none printed an error: a rank died of a
+    signal, most likely the OOM killer's (thin evidence, named as likely); with a rank's
+    traceback in the log, that traceback decides instead."""
+    silent = analyze([str(write_folder(tmp_path, "silent", {"train.log": DS_TEARDOWN}))])
+    assert str(silent.verdict) == "host_oom"
+    assert "host-oom-deepspeed-silent-rank-death" in {i.rule for i in silent.causes[0].evidence}
+    assert silent.causes[0].confidence < 0.95
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a"
+        " total capacity of 23.65 GiB of which 1.12 GiB is free.\n"
+    )
+    loud_log = DS_TEARDOWN.replace("[2025-02-01 10:03:12,500]", oom + "[2025-02-01 10:03:12,500]")
+    loud = analyze([str(write_folder(tmp_path, "loud", {"train.log": loud_log}))])
+    assert str(loud.verdict) == "gpu_oom"
+    rules = {item.rule for cause in loud.causes for item in cause.evidence}
+    assert "host-oom-deepspeed-silent-rank-death" not in rules

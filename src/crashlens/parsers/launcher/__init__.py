@@ -32,7 +32,9 @@ Fact keys:
   cleanly while another dies); attr tool, the program that printed it.
 * `launcher.killing_workers`: str `deepspeed`, at DeepSpeed's launcher's first `Killing
   subprocess N` (its sigkill_handler, run when a process failed or the launcher got a signal)
-  when no `Main process received SIGINT, exiting` says it was a stop; attrs pid, host.
+  when no `Main process received SIGINT, exiting` says it was a stop; attrs pid, host, silent
+  (True when the input shows no exception, exit status or signal: the process whose exit set
+  off the teardown died without a word, as a process the kernel kills does).
 * `launcher.cpu_memory_percent`: float, the highest deepspeed `see_memory_usage` CPU percent
   (a host-OOM precursor); attr used_bytes.
 * `python.exception`: str "Type: message" (<= 300 chars); attrs rank, host, type, source

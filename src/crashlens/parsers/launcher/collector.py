@@ -568,7 +568,15 @@ class LauncherCollector(DeathSigns):
             text=line.raw,
             pid=bounded_int(m.group(1)) if m else None,
             host=line.host,
+            silent=self._nothing_says_how_it_died(),
         )
+
+    def _nothing_says_how_it_died(self) -> bool:
+        """No exception, exit status or signal anywhere in the input: the process whose exit
+        set off a teardown died without a word."""
+        if self.exceptions or self.signals.facts:
+            return False
+        return not any(item.key == "launcher.exit_code" for item in self.facts)
 
     # --- the end ------------------------------------------------------------------------------
 
