@@ -255,3 +255,22 @@ def test_a_deepspeed_teardown_with_no_error_reads_as_a_silent_kill(tmp_path: Pat
     assert str(loud.verdict) == "gpu_oom"
     rules = {item.rule for cause in loud.causes for item in cause.evidence}
     assert "host-oom-deepspeed-silent-rank-death" not in rules
+
+
+def test_a_rank_log_beside_the_launcher_log_says_how_the_process_died(tmp_path: Path) -> None:
+    """The launcher's log alone is a silent teardown; a rank's own log beside it shows the
+    exception that ended that rank, so the thin host-memory reading is ruled out and the
+    exception decides."""
+    files = {
+        "launcher.log": DS_TEARDOWN,
+        "rank1.log": (
+            "Traceback (most recent call last):\n"
+            '  File "sft.py", line 210, in <module>\n'
+            "    trainer.train()\n"
+            "OSError: [Errno 28] No space left on device: '/ckpt/global_step800/zero_pp_rank_1'\n"
+        ),
+    }
+    report = analyze([str(write_folder(tmp_path, "two-files", files))])
+    assert str(report.verdict) == "filesystem"
+    rules = {item.rule for cause in report.causes for item in cause.evidence}
+    assert "host-oom-deepspeed-silent-rank-death" not in rules
