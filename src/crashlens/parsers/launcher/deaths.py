@@ -675,11 +675,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # a serving engine's own death sign (vLLM, SGLang, TGI)
     Anchor(_ENGINE_ANCHOR, D.on_engine_dead),
     # a notebook server's note that its kernel process died
-    Anchor(
-        r"KernelRestarter: restart|kernel appears to have died|kernel has died, and the auto"
-        r"|Kernel crashed while executing|as kernel process died|^Kernel died, restarting",
-        D.on_kernel_restart,
-    ),
+    # (the front ends' wordings are the anchor itself: one list, read in one place)
+    Anchor(rf"KernelRestarter: restart|{_KERNEL_UI.pattern}", D.on_kernel_restart),
     # squeue's row for a pending job: `PD`, no time run, the reason in parentheses
     Anchor(r"PD[ \t]+0:00[ \t]+[0-9]+[ \t]+\(", D.on_squeue_pending),
 )
