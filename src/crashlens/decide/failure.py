@@ -516,6 +516,7 @@ def _exit_meaning(value: int, windows: CatalogEntry | None) -> str:
 
 _SIGNAL_SOURCES = {
     "shell": "the shell's report",
+    "echo": "the terminal's `^C` echo of Ctrl-C, with the program's output after it",
     "debugger": "a debugger backtrace",
     "faulthandler": "faulthandler's report",
     "exit-code": "an exit code",

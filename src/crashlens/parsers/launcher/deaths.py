@@ -152,6 +152,11 @@ _GLUED_WORD = re.compile(
 )
 """The shell's word printed where the cursor stood: after a progress redraw that ended
 without a newline, glued to its last character (`... - ETA: 365s - loss: 2.1371Killed`)."""
+_INTERRUPT_ECHO = re.compile(r"\A[ \t]*(?:\^C)+(?!Traceback)[^\s^]")
+"""A line opening with the terminal's echo of Ctrl-C and the program's output after it. Not a
+traceback: what a Python traceback after the echo shows is read from its exception (a
+`KeyboardInterrupt`, or an error the interrupt only brought to light: a hung run's task
+exception reported as the loop shut down)."""
 _DEBUGGER = re.compile(
     r"(?:Program received signal|Program terminated with signal"
     r"|Thread [0-9]+ \"[^\"\n]*\" received signal) (SIG[A-Z0-9]+)"
@@ -399,6 +404,17 @@ class DeathSigns(AnchoredCollector):
                 name, line.lineno, line.raw, rank=line.rank, host=line.host, pid=pid, source="shell"
             )
 
+    def on_interrupt_echo(self, line: Line) -> None:
+        # A terminal echoes Ctrl-C as `^C` where the cursor stands; output the program then
+        # prints (its shutdown, a Go server's `context canceled`, a traceback) follows on the
+        # same line. So `^C` opening a line, with text after it, is a user's interrupt the
+        # program went on to handle. A bare `^C` at the end is not: it is also how a notebook
+        # shows a process its runtime killed (`host-oom-notebook-process-killed-bare-interrupt`).
+        if _INTERRUPT_ECHO.match(line.text) or _INTERRUPT_ECHO.match(line.raw):
+            self.signals.add(
+                "SIGINT", line.lineno, line.raw, rank=line.rank, host=line.host, source="echo"
+            )
+
     def on_debugger(self, line: Line) -> None:
         if (m := _DEBUGGER.search(line.text)) and (name := signal_name(m.group(1))):
             self.crash = (line.lineno, line.raw)
@@ -625,6 +641,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     ),
     # PyTorch's ProcessGroupNCCL destructor, as the interpreter exits (torch >= 2.4)
     Anchor(r"destroy_process_group\(\) was not called before program exit", D.on_exiting),
+    # a terminal's echo of Ctrl-C with the program's own output after it on the line
+    Anchor(r"\^C[^ \t\n^]", D.on_interrupt_echo),
     Anchor(
         r"Program received signal SIG|Program terminated with signal SIG"
         r"|\" received signal SIG",
