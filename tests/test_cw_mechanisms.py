@@ -63,7 +63,7 @@ LINES_AND_RULES = [
     ),
     (
         "Out of Device Memory, Requested=131072.00Kb MemTypeIndex=1",
-        "gpu-oom-vulkan-out-of-device-memory",
+        "gpu-oom-vulkan-engine-out-of-device-memory",
     ),
     (
         "2025-03-02 11:40:09 [15,220ms] [Error] [carb.graphics-vulkan.plugin] VkResult:"
@@ -114,7 +114,7 @@ SCENARIOS = (
             ),
         },
         "gpu_oom",
-        "gpu-oom-vulkan-out-of-device-memory",
+        "gpu-oom-vulkan-engine-out-of-device-memory",
     ),
     # a Kaldi chain recipe's training job on a GPU another job also uses
     Scenario(

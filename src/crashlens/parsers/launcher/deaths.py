@@ -654,7 +654,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         r"|free\(\): invalid|malloc\(\): [a-z]|corrupted size vs|\(core dump"
         r"|^F[0-9]{4} [0-9:.]+ |\[F[0-9]{4} |Check failed: |[0-9]: F [a-z_/]|^panic: "
         r"|^fatal error: "
-        r"|' panicked at",
+        r"|' panicked at"
+        r"|current device: [0-9]+, in function |GGML_ASSERT",
         D.on_fatal,
     ),
     Anchor(

@@ -77,6 +77,16 @@ FATAL_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # The Go and Rust runtimes on an unrecovered panic.
     ("panic", re.compile(r"^panic: |^fatal error: |thread '[^'\n]*' panicked at")),
+    # ggml (llama.cpp, whisper.cpp) reports a failed CUDA/HIP call in a block that ends in
+    # GGML_ABORT (`CUDA error: <message>`, `current device: N, in function F at <file>:<line>`,
+    # the call, `<file>:<line>: CUDA error`), and a failed GGML_ASSERT aborts the same way.
+    (
+        "ggml-abort",
+        re.compile(
+            r"^[ \t]*current device: [0-9]+, in function [^ \n]+ at "
+            r"|GGML_ASSERT(?:\(|: )[^\n]* failed|GGML_ASSERT: [^ \n]+:[0-9]+: "
+        ),
+    ),
 )
 """Lines a process prints as it dies (`name`, pattern), each naming the mechanism."""
 

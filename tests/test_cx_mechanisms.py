@@ -1,0 +1,95 @@
+"""Mechanisms learned from batch 2026-12-06-cx's misses, each tested on lines and logs written for
+the test, not taken from the cases: cuBLAS's status messages as cublasGetStatusString gives them
+(code that prints the message instead of the name: XLA, ggml, CUDA.jl), ggml's kernels built
+without code for the GPU's architecture, ggml's CUDA error report and failed GGML_ASSERT as the
+lines of a dying process, the summary TensorFlow's BFC allocator prints when an allocation fails
+for good, MATLAB's GPU out-of-memory error, and NCCL's NVLink SHARP multicast bind failing with
+its hint about the Fabric Manager."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashlens.model import Ending
+from mechanism_helpers import ending_of, log_report, rules_hitting
+
+LINES_AND_RULES = [
+    (
+        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute XLA Runtime executable:"
+        " run time error: custom call 'xla.gpu.gemm' failed: the GPU program failed to execute.",
+        "gpu-oom-cudnn-internal-error",
+    ),
+    ("CUDA error: the resource allocation failed", "gpu-oom-cublas-cudnn-alloc-failed"),
+    (
+        "/src/llama.cpp/ggml/src/ggml-cuda/mmq.cuh:3012: ERROR: CUDA kernel mul_mat_q has no"
+        " device code compatible with CUDA arch 500. ggml-cuda.cu was compiled for: 610,700,750",
+        "driver-no-kernel-image",
+    ),
+    (
+        "2023-07-14 09:01:22.331090: I tensorflow/core/common_runtime/bfc_allocator.cc:1101]"
+        " Sum Total of in-use chunks: 7.62GiB",
+        "gpu-oom-framework-allocator-exhausted",
+    ),
+    (
+        "Out of memory on device. To view more detail about available memory on the GPU, use"
+        " 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'.",
+        "gpu-oom-framework-allocator-exhausted",
+    ),
+    (
+        "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 1048576 : CUDA error 800"
+        " 'operation not permitted'.",
+        "driver-nccl-nvls-cuda-failure",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    LINES_AND_RULES,
+    ids=[f"{i}-{rule}" for i, (_, rule) in enumerate(LINES_AND_RULES)],
+)
+def test_the_line_is_read_by_the_rule_of_its_mechanism(line: str, rule: str) -> None:
+    assert rule in rules_hitting(line)
+
+
+def test_cublas_generic_messages_are_not_taken_from_other_software() -> None:
+    """Only cuBLAS's distinctive messages are catalog texts, not its generic ones."""
+    assert rules_hitting("error: an internal operation failed, retrying") == []
+
+
+def test_ggml_cuda_error_report_is_a_dying_process(tmp_path: Path) -> None:
+    """ggml aborts after its CUDA error block: its `current device` line is not a warning the
+    program goes on from, even when the paste stops there."""
+    report = log_report(
+        tmp_path / "ggml",
+        "llama_new_context_with_model: n_ctx = 8192\n"
+        "CUDA error: an illegal memory access was encountered\n"
+        "  current device: 1, in function ggml_backend_cuda_synchronize at"
+        " /src/ggml/src/ggml-cuda/ggml-cuda.cu:2503\n",
+    )
+    assert ending_of(report) is Ending.DIED
+
+
+def test_a_failed_ggml_assert_is_a_dying_process(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path / "assert",
+        "llama_model_load: loading model from /models/m.gguf\n"
+        "GGML_ASSERT: /src/ggml/src/ggml-cuda.cu:9123: src0->type == GGML_TYPE_F16\n",
+    )
+    assert ending_of(report) is Ending.DIED
+
+
+def test_tensorflows_failed_allocation_summary_is_no_warning_to_go_on_from(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path / "bfc",
+        "Epoch 3/50\n"
+        "2023-07-14 09:01:22.331090: I tensorflow/core/common_runtime/bfc_allocator.cc:1101]"
+        " Sum Total of in-use chunks: 7.62GiB\n"
+        "2023-07-14 09:01:22.331112: I tensorflow/core/common_runtime/bfc_allocator.cc:1103]"
+        " total_region_allocated_bytes_: 8192327680 memory_limit_: 8192327680 available bytes: 0\n"
+        "2023-07-14 09:01:22.340801: W tensorflow/core/framework/op_kernel.cc:1745]"
+        " Resource exhausted: failed to allocate memory\n",
+    )
+    assert str(report.verdict) == "gpu_oom"
