@@ -93,3 +93,31 @@ def test_tensorflows_failed_allocation_summary_is_no_warning_to_go_on_from(tmp_p
         " Resource exhausted: failed to allocate memory\n",
     )
     assert str(report.verdict) == "gpu_oom"
+
+
+def _handle_failure(free_bytes: int) -> str:
+    return (
+        "2024-02-03 11:20:41.118201: E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:439]"
+        " Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n"
+        "2024-02-03 11:20:41.118250: E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:443]"
+        f" Memory usage: {free_bytes} bytes free, 25438715904 bytes total.\n"
+        "jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization"
+        " failed. Look at the errors above for more details.\n"
+    )
+
+
+def test_a_cudnn_handle_failure_with_memory_free_is_not_memory(tmp_path: Path) -> None:
+    """Six GiB free when the handle could not be created: the library, not the memory."""
+    report = log_report(tmp_path / "free", _handle_failure(6_442_450_944))
+    assert str(report.verdict) == "driver"
+    assert all(cause.category.value != "gpu_oom" for cause in report.causes)
+
+
+def test_a_cudnn_handle_failure_with_no_memory_free_keeps_the_memory_reading(
+    tmp_path: Path,
+) -> None:
+    report = log_report(tmp_path / "full", _handle_failure(15_728_640))
+    assert "gpu_oom" in {cause.category.value for cause in report.causes}
+    assert "driver-cudnn-handle-failed-with-memory-free" not in {
+        item.rule for cause in report.causes for item in cause.evidence
+    }

@@ -11,16 +11,21 @@ build whatever kind of log named them.
 * `cuda.version`, `torch.version`, `nccl.version`: the first of each a line names
   (`messages.version_facts`); `nvidia_smi.driver_version`, the driver version a pasted
   torch.utils.collect_env report read from nvidia-smi.
+* `cudnn.memory_free`: int bytes, the GPU memory XLA's or TensorFlow's cuda_dnn.cc reports free
+  when it could not create a cuDNN handle (`Memory usage: <n> bytes free, <m> bytes total`);
+  attr `total`. Much memory free says the handle failed for another reason than memory.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from crashlens.model import Line
 from crashlens.parsers.base import Anchor, AnchoredCollector
 from crashlens.parsers.gpu_arch import GPU_LINE_ANCHOR, gpu_on_line, shown
 from crashlens.parsers.launcher.messages import version_facts
+from crashlens.text.values import bounded_int
 
 
 def on_gpu(collector: AnchoredCollector, line: Line) -> None:
@@ -34,6 +39,23 @@ def on_build_version(collector: AnchoredCollector, line: Line) -> None:
         collector.keep_first(key, value, line)
 
 
+_DNN_MEMORY = re.compile(
+    r"cuda_dnn\.cc:[0-9]+\] Memory usage: ([0-9]{1,20}) bytes free, ([0-9]{1,20}) bytes total"
+)
+
+
+def on_dnn_memory(collector: AnchoredCollector, line: Line) -> None:
+    if m := _DNN_MEMORY.search(line.text):
+        free = bounded_int(m.group(1))
+        if free is not None:
+            collector.keep_first("cudnn.memory_free", free, line, total=bounded_int(m.group(2)))
+
+
+DNN_MEMORY_ANCHOR: Anchor[Any] = Anchor(
+    r"cuda_dnn\.cc:[0-9]+\] Memory usage: [0-9]", on_dnn_memory, settles=("cudnn.memory_free",)
+)
+"""The memory free on the GPU when its cuDNN handle could not be created."""
+
 VERSION_ANCHOR = (
     r"torch==[0-9]|(?:PyTorch|torch) version:? [0-9]"
     r"|CUDA (?:[Vv]ersion|used to build PyTorch):? [0-9]|libcudart\.so\.[0-9]|NCCL version [0-9]"
@@ -46,6 +68,7 @@ GPU_ANCHOR: Anchor[Any] = Anchor(GPU_LINE_ANCHOR, on_gpu, settles=("gpu.capabili
 
 BUILD_ANCHORS: tuple[Anchor[Any], ...] = (
     GPU_ANCHOR,
+    DNN_MEMORY_ANCHOR,
     Anchor(
         VERSION_ANCHOR,
         on_build_version,

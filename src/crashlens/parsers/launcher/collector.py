@@ -14,7 +14,7 @@ from typing import Any
 from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, fact
 from crashlens.parsers.launcher import report
-from crashlens.parsers.launcher.build_lines import GPU_ANCHOR
+from crashlens.parsers.launcher.build_lines import DNN_MEMORY_ANCHOR, GPU_ANCHOR
 from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
 from crashlens.parsers.launcher.ib_settings import ANCHOR as IB_HCA_ANCHOR
 from crashlens.parsers.launcher.ib_settings import ib_hca_setting
@@ -747,6 +747,8 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     Anchor(r"^Nvidia driver version: [0-9]", L.on_version, settles=("nvidia_smi.driver_version",)),
     # the GPU the job runs on, by name or stated capability (for the CUDA build's reach)
     GPU_ANCHOR,
+    # the GPU memory free when a cuDNN handle could not be created (XLA, TensorFlow)
+    DNN_MEMORY_ANCHOR,
     # how a process died, as any text log shows it (shared with plain text)
     *DEATH_ANCHORS,
 )
