@@ -121,3 +121,59 @@ def test_a_cudnn_handle_failure_with_no_memory_free_keeps_the_memory_reading(
     assert "driver-cudnn-handle-failed-with-memory-free" not in {
         item.rule for cause in report.causes for item in cause.evidence
     }
+
+
+NUMERIC_STATUS = [
+    ("cuBLAS error 13 at /src/ggml/ggml-cuda.cu:6214", "gpu-oom-cudnn-internal-error"),
+    ("cublas error 3 at kernels/gemm.cu:41", "gpu-oom-cublas-cudnn-alloc-failed"),
+    (
+        "Curand error 203 - /opt/marian/src/tensors/gpu/curand_algorithm.cu:52:"
+        " curandCreateGenerator(&generator_, CURAND_RNG_PSEUDO_DEFAULT)",
+        "driver-cuda-device-unavailable",
+    ),
+    ("cusolver error 6 at solver/qr.cu:88", "gpu-oom-cudnn-internal-error"),
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    NUMERIC_STATUS,
+    ids=[f"{i}-{rule}" for i, (_, rule) in enumerate(NUMERIC_STATUS)],
+)
+def test_a_math_librarys_bare_status_number_is_read_as_its_entry(line: str, rule: str) -> None:
+    assert rule in rules_hitting(line)
+
+
+def test_a_status_number_is_read_whole() -> None:
+    """`error 1 at` (NOT_INITIALIZED) is not a prefix of `error 11 at` (MAPPING_ERROR)."""
+    assert "gpu-oom-library-handle-create-failed" not in rules_hitting("cuBLAS error 11 at x.cu:7")
+
+
+def test_printed_codes_forms_must_name_the_code() -> None:
+    from crashlens.errors import PatternError
+    from crashlens.parsers.tables import parse_catalog
+
+    table = {
+        "catalog": {
+            "name": "t",
+            "title": "t",
+            "sources": ["https://example.org/t"],
+            "printed_codes": [{"prefix": "X_", "forms": ["x error at"]}],
+        },
+        "entry": [
+            {
+                "id": "X_ONE",
+                "code": 1,
+                "texts": ["X_ONE"],
+                "category": "driver",
+                "role": "root",
+                "meaning": "m",
+                "source": "https://example.org/t",
+                "example": "X_ONE",
+            }
+        ],
+    }
+    with pytest.raises(PatternError):
+        parse_catalog(table, "t.toml")
+    table["catalog"]["printed_codes"] = [{"prefix": "X_", "forms": ["x error {code} at"]}]
+    assert "x error 1 at" in parse_catalog(table, "t.toml").entries[0].texts

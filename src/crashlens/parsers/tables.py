@@ -39,7 +39,8 @@ CATEGORIES = frozenset(category.value for category in Category) | NON_CAUSES
 FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "table": frozenset({"catalog", "entry"}),
-        "catalog": frozenset({"name", "title", "sources", "printed"}),
+        "catalog": frozenset({"name", "title", "sources", "printed", "printed_codes"}),
+        "printed_codes": frozenset({"prefix", "forms"}),
         "entry": frozenset(
             {
                 "id",
@@ -248,6 +249,43 @@ def _printed(header: dict[str, Any], path: str) -> tuple[str, ...]:
     return forms
 
 
+CodeForms = tuple[tuple[str, tuple[str, ...]], ...]
+"""(id prefix, forms): how programs print the codes of one library's entries."""
+
+
+def _printed_codes(header: dict[str, Any], path: str) -> CodeForms:
+    """The table's `printed_codes`: how programs print an entry's bare number (`cuBLAS error 13
+    at <file>:<line>`), per library, the entries of which share an id prefix. A number alone
+    means nothing without the library named before it, so each form holds both."""
+    raw = header.get("printed_codes", [])
+    if not isinstance(raw, list):
+        raise fail(path, "catalog", "field `printed_codes` must be a list of tables")
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for index, item in enumerate(raw):
+        where = f"catalog.printed_codes[{index}]"
+        if not isinstance(item, dict):
+            raise fail(path, where, "must be a table with `prefix` and `forms`")
+        refuse_unknown(item, "printed_codes", where, path)
+        prefix = _string(item, "prefix", where, path)
+        forms = _strings(item, "forms", where, path)
+        for form in forms:
+            if PLACEHOLDER.findall(form) != ["code"] or form.strip() != form or "\n" in form:
+                raise fail(path, where, f"form {form!r} must be one unpadded line with {{code}}")
+        found.append((prefix, forms))
+    return tuple(found)
+
+
+def _with_codes(entry: CatalogEntry, code_forms: CodeForms) -> CatalogEntry:
+    """`entry` with its number in its library's `printed_codes` forms as texts of its own."""
+    if entry.code is None:
+        return entry
+    texts = list(entry.texts)
+    for prefix, forms in code_forms:
+        if entry.id.startswith(prefix):
+            texts += [form.replace("{code}", str(entry.code)) for form in forms]
+    return replace(entry, texts=tuple(dict.fromkeys(texts)))
+
+
 def _with_printed(entry: CatalogEntry, forms: Sequence[str]) -> CatalogEntry:
     """`entry` with its message in every printed form as texts of its own (a form with
     `{code}` only where the entry has a code)."""
@@ -280,8 +318,10 @@ def parse_catalog(data: dict[str, Any], path: str) -> Catalog:
     if not isinstance(raw_entries, list) or not raw_entries:
         raise fail(path, "entry", "a table needs at least one [[entry]]")
     forms = _printed(header, path)
+    code_forms = _printed_codes(header, path)
     entries = tuple(
-        _with_printed(_entry(raw, index, path), forms) for index, raw in enumerate(raw_entries)
+        _with_codes(_with_printed(_entry(raw, index, path), forms), code_forms)
+        for index, raw in enumerate(raw_entries)
     )
     _unique(entries, path)
     return Catalog(
