@@ -134,3 +134,23 @@ def test_a_df_header_with_no_column_between_its_ends() -> None:
     assert 0.0 <= parser.sniff(text) <= 1.0
     result = parser.parse(text, "df.txt")
     assert not [f for f in result.facts if f.key == "df.shm_size_bytes"]
+
+
+def test_a_slurm_node_range_of_thousands_of_digits(tmp_path: Path) -> None:
+    """Found as a ValueError (int() past Python's 4300-digit limit) in sacct's NodeList range
+    `node-[01-0999...]`, which cost the whole input (`could not be read`); fixed by bounding the
+    range's digits: such a NodeList names no node count, the rest of the input is read."""
+    from crashlens.pipeline import analyze
+
+    huge = "0" + "9" * 5000
+    text = (
+        "JobID|JobName|State|ExitCode|Elapsed|NodeList|ReqMem|MaxRSS\n"
+        f"5120033|train_lm|CANCELLED by 1234|0:0|02:11:05|node-[01-{huge}]|240G|\n"
+        "5120033.batch|batch|CANCELLED|0:15|02:11:05|node-01||3912584K\n"
+        "5120034|train_lm|NODE_FAIL|1:0|00:42:10|node-04|240G|\n"
+    )
+    path = tmp_path / "sacct.txt"
+    path.write_text(text)
+    report = analyze([str(path)])
+    assert all("could not be read" not in (item.reason or "") for item in report.inputs)
+    assert report.inputs[0].kind is InputKind.SLURM_JOB

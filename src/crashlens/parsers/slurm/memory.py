@@ -30,7 +30,7 @@ KILL_SIGNALS = frozenset({9, 125})
 KILL_EXITS = frozenset({137})
 """128 + SIGKILL: a batch script whose child was killed."""
 MAX_NODES = 100_000
-_RANGE_RE = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
+_RANGE_RE = re.compile(r"^([0-9]{1,9})(?:-([0-9]{1,9}))?$")
 
 
 @dataclass(frozen=True, slots=True)
