@@ -177,3 +177,18 @@ def test_printed_codes_forms_must_name_the_code() -> None:
         parse_catalog(table, "t.toml")
     table["catalog"]["printed_codes"] = [{"prefix": "X_", "forms": ["x error {code} at"]}]
     assert "x error 1 at" in parse_catalog(table, "t.toml").entries[0].texts
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        (
+            "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system"
+            " error",
+            "shm-nccl-system-error",
+        ),
+        ("cupy.cuda.nccl.NcclError: NCCL_ERROR_INTERNAL_ERROR", "driver-nccl-internal-error"),
+    ],
+)
+def test_cupys_names_of_nccl_results_are_read(line: str, rule: str) -> None:
+    assert rule in rules_hitting(line)
