@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from crashlens.library import tables_dir
-from crashlens.match.catalogs import load_catalog
+from crashlens.match.catalogs import CatalogEntry, load_catalog
 from mechanism_helpers import report_of, rules_hitting
 
 TABLE = load_catalog(tables_dir() / "dcgm_errors.toml")
@@ -23,10 +23,7 @@ RULE_OF = {
 
 
 @pytest.mark.parametrize("entry", TABLE.entries, ids=[entry.id for entry in TABLE.entries])
-def test_each_message_is_read_by_the_rule_of_its_category(entry: object) -> None:
-    from crashlens.match.catalogs import CatalogEntry
-
-    assert isinstance(entry, CatalogEntry)
+def test_each_message_is_read_by_the_rule_of_its_category(entry: CatalogEntry) -> None:
     rule = RULE_OF[(entry.category, entry.role.value)]
     assert rule in rules_hitting(entry.example), (entry.id, rules_hitting(entry.example))
 

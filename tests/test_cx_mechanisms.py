@@ -4,7 +4,8 @@ the test, not taken from the cases: cuBLAS's status messages as cublasGetStatusS
 without code for the GPU's architecture, ggml's CUDA error report and failed GGML_ASSERT as the
 lines of a dying process, the summary TensorFlow's BFC allocator prints when an allocation fails
 for good, MATLAB's GPU out-of-memory error, and NCCL's NVLink SHARP multicast bind failing with
-its hint about the Fabric Manager."""
+its hint about the Fabric Manager; the bare status numbers of the CUDA math libraries
+(`printed_codes`) and CuPy's names of NCCL results."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from crashlens.errors import PatternError
 from crashlens.model import Ending
+from crashlens.parsers.tables import parse_catalog
 from mechanism_helpers import ending_of, log_report, rules_hitting
 
 LINES_AND_RULES = [
@@ -42,6 +45,21 @@ LINES_AND_RULES = [
         " 'operation not permitted'.",
         "driver-nccl-nvls-cuda-failure",
     ),
+    # a math library's bare status number, as check macros print it (printed_codes)
+    ("cuBLAS error 13 at /src/ggml/ggml-cuda.cu:6214", "gpu-oom-cudnn-internal-error"),
+    ("cublas error 3 at kernels/gemm.cu:41", "gpu-oom-cublas-cudnn-alloc-failed"),
+    (
+        "Curand error 203 - /opt/marian/src/tensors/gpu/curand_algorithm.cu:52:"
+        " curandCreateGenerator(&generator_, CURAND_RNG_PSEUDO_DEFAULT)",
+        "driver-cuda-device-unavailable",
+    ),
+    ("cusolver error 6 at solver/qr.cu:88", "gpu-oom-cudnn-internal-error"),
+    # CuPy's names of NCCL results
+    (
+        "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error",
+        "shm-nccl-system-error",
+    ),
+    ("cupy.cuda.nccl.NcclError: NCCL_ERROR_INTERNAL_ERROR", "driver-nccl-internal-error"),
 ]
 
 
@@ -123,36 +141,12 @@ def test_a_cudnn_handle_failure_with_no_memory_free_keeps_the_memory_reading(
     }
 
 
-NUMERIC_STATUS = [
-    ("cuBLAS error 13 at /src/ggml/ggml-cuda.cu:6214", "gpu-oom-cudnn-internal-error"),
-    ("cublas error 3 at kernels/gemm.cu:41", "gpu-oom-cublas-cudnn-alloc-failed"),
-    (
-        "Curand error 203 - /opt/marian/src/tensors/gpu/curand_algorithm.cu:52:"
-        " curandCreateGenerator(&generator_, CURAND_RNG_PSEUDO_DEFAULT)",
-        "driver-cuda-device-unavailable",
-    ),
-    ("cusolver error 6 at solver/qr.cu:88", "gpu-oom-cudnn-internal-error"),
-]
-
-
-@pytest.mark.parametrize(
-    ("line", "rule"),
-    NUMERIC_STATUS,
-    ids=[f"{i}-{rule}" for i, (_, rule) in enumerate(NUMERIC_STATUS)],
-)
-def test_a_math_librarys_bare_status_number_is_read_as_its_entry(line: str, rule: str) -> None:
-    assert rule in rules_hitting(line)
-
-
 def test_a_status_number_is_read_whole() -> None:
     """`error 1 at` (NOT_INITIALIZED) is not a prefix of `error 11 at` (MAPPING_ERROR)."""
     assert "gpu-oom-library-handle-create-failed" not in rules_hitting("cuBLAS error 11 at x.cu:7")
 
 
 def test_printed_codes_forms_must_name_the_code() -> None:
-    from crashlens.errors import PatternError
-    from crashlens.parsers.tables import parse_catalog
-
     table = {
         "catalog": {
             "name": "t",
@@ -177,18 +171,3 @@ def test_printed_codes_forms_must_name_the_code() -> None:
         parse_catalog(table, "t.toml")
     table["catalog"]["printed_codes"] = [{"prefix": "X_", "forms": ["x error {code} at"]}]
     assert "x error 1 at" in parse_catalog(table, "t.toml").entries[0].texts
-
-
-@pytest.mark.parametrize(
-    ("line", "rule"),
-    [
-        (
-            "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system"
-            " error",
-            "shm-nccl-system-error",
-        ),
-        ("cupy.cuda.nccl.NcclError: NCCL_ERROR_INTERNAL_ERROR", "driver-nccl-internal-error"),
-    ],
-)
-def test_cupys_names_of_nccl_results_are_read(line: str, rule: str) -> None:
-    assert rule in rules_hitting(line)
