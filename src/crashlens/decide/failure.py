@@ -560,8 +560,17 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
     elif teardown is not None:
         return  # Python reported and ignored it (a thread's or a finalizer's exception)
     elif kind in ("traceback", "exception"):
+        during = item.attr("during")
         if any(name in text for name in USER_STOP_EXCEPTIONS):
             add(Ending.STOPPED, "interrupt", "the log ends with a user interrupt")
+        elif isinstance(during, str) and during.endswith(USER_STOP_EXCEPTIONS):
+            # Python's implicit chain: the user's stop came first, and the code that handled
+            # it (a `finally`, an `except KeyboardInterrupt` that tidies up) failed on it
+            add(
+                Ending.STOPPED,
+                "interrupt",
+                f"the log ends with an error raised while handling a user interrupt ({during})",
+            )
         elif AGENT_STOP_EXCEPTION.search(text):
             add(Ending.STOPPED, "interrupt", f"the log ends as {AGENT_STOP_SAYS}")
         elif "SystemExit" not in text:

@@ -9,7 +9,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   `\\r` redraw, so after progress-bar output with no newline before it), `debugger` (gdb's
   `Program received signal SIGBUS`), `faulthandler` (`Fatal Python error: Bus error`), `text`
   (`killed by signal 9`, `terminated by signal SIGSEGV`, `received signal 7`, Go's
-  `signal: killed`, cargo's `(signal: 9, SIGKILL: kill)`).
+  `signal: killed`, cargo's `(signal: 9, SIGKILL: kill)`, the Intel Fortran runtime's
+  `forrtl: error (200): program aborting due to control-C event`: SIGINT).
 * `python.fatal_error`: str what `Fatal Python error:` says (first of each).
 * `python.thread_dump`: True, the first faulthandler thread dump (`Thread 0x... (most recent
   call first):`); attr `after_timeout` (a `Timeout (0:05:00)!` line came first: a hang
@@ -415,6 +416,14 @@ class DeathSigns(AnchoredCollector):
                 "SIGINT", line.lineno, line.raw, rank=line.rank, host=line.host, source="echo"
             )
 
+    def on_fortran_interrupt(self, line: Line) -> None:
+        # The Intel Fortran runtime (libifcoremd/libifcore, loaded with numpy and scipy built
+        # on Intel's MKL, common on Windows) installs a console control handler that aborts
+        # the process on Ctrl-C and says so: the user's interrupt, in its words.
+        self.signals.add(
+            "SIGINT", line.lineno, line.raw, rank=line.rank, host=line.host, source="text"
+        )
+
     def on_debugger(self, line: Line) -> None:
         if (m := _DEBUGGER.search(line.text)) and (name := signal_name(m.group(1))):
             self.crash = (line.lineno, line.raw)
@@ -643,6 +652,10 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(r"destroy_process_group\(\) was not called before program exit", D.on_exiting),
     # a terminal's echo of Ctrl-C with the program's own output after it on the line
     Anchor(r"\^C[^ \t\n^]", D.on_interrupt_echo),
+    # the Intel Fortran runtime's abort on Ctrl-C
+    Anchor(
+        r"forrtl: error \(200\): program aborting due to control-C event", D.on_fortran_interrupt
+    ),
     Anchor(
         r"Program received signal SIG|Program terminated with signal SIG"
         r"|\" received signal SIG",

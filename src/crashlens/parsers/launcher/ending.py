@@ -23,7 +23,12 @@ Fact keys:
   daemon` line); at the line that shows it. attr `teardown`: `thread`, `shutdown`,
   `finalizer` or `cancelled` when the traceback is one the process reports and goes on from
   (`_teardown`, the kinds of `teardown.py`); a chained traceback cut off at its separator
-  belongs to the report it continues.
+  belongs to the report it continues. attr `during`: the type of the exception a traceback's
+  exception was raised while handling (`During handling of the above exception, another
+  exception occurred:`), where that earlier one is shown (`KeyboardInterrupt`: the user's
+  stop, and an error of the code that handled it). An IPython or Jupyter traceback (its
+  header names the type: `KeyboardInterrupt    Traceback (most recent call last)`) cut off
+  among its frames is a `traceback` at its header.
 
 Facts, not verdicts: `crashlens.decide.failure` decides what they mean with the other inputs.
 """
@@ -107,6 +112,26 @@ CHAINED = re.compile(
     r"|^The above exception was the direct cause of the following exception:"
 )
 """A chained traceback's separator: as the last output, the traceback was cut off mid-way."""
+HANDLING = re.compile(r"^During handling of the above exception, another exception occurred:")
+"""The separator of an implicitly chained traceback: what follows was raised while the
+exception above it was being handled (an `except` or `finally` block, a signal handler)."""
+IPYTHON_HEADER = re.compile(
+    r"^[ \t]*((?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit))"
+    r"[ \t]{2,}Traceback \(most recent call last\)"
+)
+"""IPython's and Jupyter's traceback header (ultratb): the exception's type, padded, then
+`Traceback (most recent call last)`; the frames follow and the `Type: message` line closes it
+at the bottom, which a notebook excerpt often leaves out."""
+IPYTHON_FRAME = re.compile(
+    r"^[ \t]*(?:-*>[ \t]*)?[0-9]+(?:[ \t]|$)"
+    r"|^[^ \t\n][^\n]*? in [A-Za-z_<][^\n]*$"
+    r"|^(?:File [^\n]*:[0-9]+, in |Cell In\[[0-9]+\], line [0-9]+)"
+)
+"""A line of an IPython traceback's frames: a numbered source line (`---> 46 return f(x)`,
+`     45 if x:`), a frame's place (`~/lib/call.py in launch(self, fn)`, `<ipython-input-1-2c>
+in <module>`, IPython 8's `File ~/lib/call.py:46, in launch(self)` and `Cell In[3], line 5`)."""
+MAX_IPYTHON_FRAMES = 36
+"""Lines of frames read back from a log's end to its IPython header, at most."""
 LUA_TRACEBACK = re.compile(r"^\[C\]: (?:in \?|at 0x[0-9a-fA-F]+)$")
 """The last frame of the standalone Lua interpreter's `stack traceback:` (its main chunk; Lua
 5.1 prints its address): printed when an error was not caught (Torch7's `th` too)."""
@@ -215,9 +240,33 @@ def ending_facts(
                 text=sign.raw,
                 mechanism=mechanism,
                 teardown=teardown,
+                during=_handled_before(texts, index) if kind == "traceback" else None,
             )
         )
     return facts
+
+
+def _handled_before(texts: Sequence[str], index: int) -> str | None:
+    """The type of the exception that the traceback closed at `texts[index]` was raised while
+    handling: the exception line above the traceback's own header, where an implicit chain's
+    separator stands between them; else None."""
+    header = next(
+        (
+            i
+            for i in range(index, max(index - MAX_IPYTHON_FRAMES, 0) - 1, -1)
+            if "Traceback (most recent call last)" in texts[i]
+        ),
+        None,
+    )
+    if header is None or header < 2 or not HANDLING.search(texts[header - 1]):
+        return None
+    for earlier in range(header - 2, max(header - 2 - MAX_CONTINUATION, 0) - 1, -1):
+        parsed = parse_exception(texts[earlier].rstrip())
+        if parsed is not None:
+            return parsed[0]
+        if TRACEBACK_FRAME.search(texts[earlier]) or IPYTHON_FRAME.search(texts[earlier]):
+            return None
+    return None
 
 
 ELISION = re.compile(
@@ -306,6 +355,9 @@ def _closing(texts: Sequence[str], raw: str) -> tuple[str, int, str | None, str 
                 break
             kind = "traceback" if framed else "exception"
             return kind, index, None, _teardown(texts[: index + 1])
+    header = _ipython_header(texts)
+    if header is not None:
+        return "traceback", header, None, None
     if CHAINED.search(texts[last]):
         # cut off where the next traceback of the chain would begin: the exception above it
         # says whose report this is
@@ -314,6 +366,18 @@ def _closing(texts: Sequence[str], raw: str) -> tuple[str, int, str | None, str 
         return "traceback", last, None, None
     if ERROR_LINE.search(texts[last]):
         return "error", last, None, None
+    return None
+
+
+def _ipython_header(texts: Sequence[str]) -> int | None:
+    """The index of the IPython traceback header whose frames run to the log's end (the
+    excerpt stopped before its closing `Type: message` line), else None."""
+    last = len(texts) - 1
+    for index in range(last, max(last - MAX_IPYTHON_FRAMES, -1), -1):
+        if IPYTHON_HEADER.search(texts[index]):
+            return index if index < last else None
+        if not IPYTHON_FRAME.search(texts[index]):
+            return None
     return None
 
 
