@@ -41,6 +41,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   scope, tool.
 * `slurm.pending`: str the reason `squeue` gives for a job it shows pending (`PD`, `squeue.py`);
   attrs job, partition, failed_before (the reason records a failure: a launch that failed).
+* `dcgm.diag_message`, `dcgm.test_failed`: DCGM's diagnostic table (`dcgmi diag`) in the log,
+  its messages joined across the rows it wraps them over (`dcgm_diag.py`).
 * `python.exiting`: True, the first of PyTorch's `destroy_process_group() was not called
   before program exit` warnings: a process group's destructor ran as the interpreter exited.
 * `log.progress`: True at the first line that reports training progress (an epoch, step or
@@ -77,6 +79,7 @@ from typing import Any
 
 from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, AnchoredCollector, fact
+from crashlens.parsers.launcher.dcgm_diag import DcgmDiagReader
 from crashlens.parsers.launcher.ending import ending_facts, fatal_kind
 from crashlens.parsers.launcher.finish_signs import FINISH_ANCHOR, finish_sign
 from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
@@ -388,6 +391,8 @@ class DeathSigns(AnchoredCollector):
         debugger's signal): the native stack below it is its stack."""
         self.lsf_term: tuple[str, int] | None = None
         """The last LSF termination reason and its line: the report's exit status follows it."""
+        self.dcgm = DcgmDiagReader(path)
+        """DCGM's diagnostic tables (`dcgmi diag`), their wrapped messages joined."""
 
     def _sign(self, key: str, value: FactValue, line: Line, **attrs: FactValue | None) -> None:
         if (key, str(value)) in self.states or len(self.signs) >= MAX_SIGNS:
@@ -415,6 +420,15 @@ class DeathSigns(AnchoredCollector):
             self.signals.add(
                 "SIGINT", line.lineno, line.raw, rank=line.rank, host=line.host, source="echo"
             )
+
+    def on_dcgm_header(self, line: Line) -> None:
+        self.dcgm.header(line)
+
+    def on_dcgm_section(self, line: Line) -> None:
+        self.dcgm.section_rule(line)
+
+    def on_dcgm_row(self, line: Line) -> None:
+        self.dcgm.row(line)
 
     def on_fortran_interrupt(self, line: Line) -> None:
         # The Intel Fortran runtime (libifcoremd/libifcore, loaded with numpy and scipy built
@@ -611,7 +625,7 @@ class DeathSigns(AnchoredCollector):
     def death_facts(self) -> list[Fact]:
         """The signs kept, the ending, the progress marks and the shell transcript's facts (a
         sudo contrast, the prompt back); the signals are `self.signals`, listed apart."""
-        return [*self.signs, *self.ending, *self.progress, *self.shell]
+        return [*self.signs, *self.ending, *self.progress, *self.shell, *self.dcgm.end()]
 
     def finish(self) -> list[Fact]:
         return [*self.death_facts(), *self.signals.facts.values(), *self.singles.values()]
@@ -652,6 +666,10 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(r"destroy_process_group\(\) was not called before program exit", D.on_exiting),
     # a terminal's echo of Ctrl-C with the program's own output after it on the line
     Anchor(r"\^C[^ \t\n^]", D.on_interrupt_echo),
+    # DCGM's diagnostic table: its header, its section rules and its two-cell rows
+    Anchor(r"\| Diagnostic[ \t]+\|[ \t]*Result", D.on_dcgm_header),
+    Anchor(r"-----[ \t]+[A-Za-z][A-Za-z ]{0,40}[ \t]+-*\+", D.on_dcgm_section),
+    Anchor(r" \| [^|\n]*\|", D.on_dcgm_row),
     # the Intel Fortran runtime's abort on Ctrl-C
     Anchor(
         r"forrtl: error \(200\): program aborting due to control-C event", D.on_fortran_interrupt
