@@ -143,6 +143,11 @@ SHELL_SCRIPT = re.compile(
     r"(?:\bline|行|\bZeile|\bligne) [0-9]+:[ \t]+([0-9]+)[ \t]+"
     rf"({_WORDS}){_CORE}[ \t]+[^ \t\n]"
 )
+SHELL_PIPELINE = re.compile(
+    # the same report for a later command of a pipeline, on the line below the first's:
+    # `test.sh: line 2:   133 Broken pipe   yes` then `   134 Killed   | python3 main.py`
+    rf"^[ \t]+([0-9]+)[ \t]+({_WORDS}){_CORE}[ \t]+\|[ \t]*[^ \t\n]"
+)
 PROGRESS_MARK = re.compile(
     # what a progress bar's redraw holds: tqdm's rate (`1.84s/it]`, `3.27it/s]`), Keras'
     # `ETA: 365s` and `54ms/step`, mmcv's `ETA:  2621s`, a percentage, a bar drawn in `=>`
@@ -203,13 +208,15 @@ CRASH_STACK_LINES = 400
 """Lines below a crash line that its stack may take (c10's and abseil's stacks run to ~60)."""
 _EXIT_WORDING = re.compile(
     r"(exited with (?:exit |status )?code|finished with exit code|exit status|exit code:?"
+    # GNU time's report of the command it ran (`Command exited with non-zero status 1`)
+    r"|exited with non-zero status"
     # a torchelastic ProcessFailure's repr (`exitcode=-7`)
     r"|\bexitcode=) ?(0x[0-9a-f]{8}|-?[0-9]+)\b",
     re.IGNORECASE,
 )
-"""An exit status in a program's generic wording; Go prints a Windows status in hexadecimal
-(`exit status 0xc0000135`: Ollama's runner), Rust's process supervisors `exited with status
-code -1073741515`."""
+"""An exit status in a program's generic wording (GNU time's too); Go prints a Windows status
+in hexadecimal (`exit status 0xc0000135`: Ollama's runner), Rust's process supervisors
+`exited with status code -1073741515`."""
 _LSF_TERM = re.compile(r"^[ \t]*(TERM_[A-Z_]{2,40}): [A-Za-z]")
 """The termination reason an LSF job report gives (`TERM_RUNLIMIT: job killed after reaching
 LSF run time limit.`), on its own line above the report's `Exited with exit code N.`."""
@@ -328,7 +335,7 @@ def shell_signal(text: str) -> str | None:
     """The signal a shell's word at the end of a line (or its last redraw) names, or None."""
     segment = text.rsplit("\r", 1)[-1] if "\r" in text else text
     m = SHELL_WORD.search(segment.rstrip()) or SHELL_JOB.search(segment)
-    if m is None and (m := SHELL_SCRIPT.search(segment)):
+    if m is None and (m := SHELL_SCRIPT.search(segment) or SHELL_PIPELINE.search(segment)):
         return _signal_of(m.group(2))
     if m is None and (glued := _GLUED_WORD.search(segment)):
         # only after a progress redraw: elsewhere a word ending a line is prose
@@ -645,6 +652,7 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         D.on_shell_word,
     ),
     Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
+    Anchor(rf"[0-9][ \t]+(?:{_WORDS}){_CORE}[ \t]+\|[ \t]*[^ \t\n]", D.on_shell_word),
     # faulthandler's mark of a crash inside the garbage collector
     Anchor(r"Garbage-collecting", D.on_gc_crash, settles=("python.gc_crash",)),
     # the first line of training progress is all that is kept (the last lines' progress is
