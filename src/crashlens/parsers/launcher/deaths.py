@@ -43,6 +43,9 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   attrs job, partition, failed_before (the reason records a failure: a launch that failed).
 * `dcgm.diag_message`, `dcgm.test_failed`: DCGM's diagnostic table (`dcgmi diag`) in the log,
   its messages joined across the rows it wraps them over (`dcgm_diag.py`).
+* `log.container`: str what shows that the job ran in a Docker container, the first such line:
+  `compose` (docker compose's `service_1  | ` prefix), `prompt` (a shell prompt on a host
+  named by a container id, `root@3f2a9c1b7d4e:`), `nccl` (NCCL's `<container id>:pid:tid`).
 * `python.exiting`: True, the first of PyTorch's `destroy_process_group() was not called
   before program exit` warnings: a process group's destructor ran as the interpreter exited.
 * `log.progress`: True at the first line that reports training progress (an epoch, step or
@@ -327,6 +330,15 @@ _KERNEL_UI = re.compile(
 the classic Notebook's and JupyterLab's dialogs (restarting, then past the restarter's limit),
 VS Code's Jupyter extension (its cell message and its log's line) and Spyder's console. The
 front end learns it from the restarter above: the kernel process is gone, whatever killed it."""
+_CONTAINER_LINE = re.compile(
+    # docker compose's prefix of a service's output (`trainer_1  | `, compose v2 `trainer-1  | `)
+    r"^(?P<compose>[A-Za-z0-9][A-Za-z0-9_.-]{0,80}[-_][0-9]{1,3})[ \t]+\| "
+    # Docker's default host name, the container id's first 12 hex digits: in a shell prompt
+    # (`root@3f2a9c1b7d4e:/workspace#`) or NCCL's `host:pid:tid` prefix
+    r"|@(?P<prompt>[0-9a-f]{12}):"
+    r"|^(?:\[[^]\n]{1,40}\][ \t]*)?(?P<nccl>[0-9a-f]{12}):[0-9]+:[0-9]+ \[[0-9]"
+)
+"""A line that shows the job ran in a Docker container (fact `log.container`)."""
 _GC_CRASH = re.compile(r"^[ \t]*Garbage-collecting[ \t]*$")
 _SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
 
@@ -616,6 +628,15 @@ class DeathSigns(AnchoredCollector):
         if _GC_CRASH.search(line.text):
             self.keep_first("python.gc_crash", True, line)
 
+    def on_container_line(self, line: Line) -> None:
+        m = _CONTAINER_LINE.search(line.raw)
+        if m is None:
+            return
+        host = m.group("prompt") or m.group("nccl")
+        if host is not None and host.isdigit():
+            return  # twelve digits name no container (a container id has hex letters)
+        self.keep_first("log.container", m.lastgroup or "container", line)
+
     def on_exiting(self, line: Line) -> None:
         self._sign("python.exiting", True, line, rank=line.rank)
 
@@ -653,6 +674,12 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     ),
     Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
     Anchor(rf"[0-9][ \t]+(?:{_WORDS}){_CORE}[ \t]+\|[ \t]*[^ \t\n]", D.on_shell_word),
+    # a line that shows the job ran in a Docker container
+    Anchor(
+        r"[-_][0-9]{1,3}[ \t]+\| |@[0-9a-f]{12}:|[0-9a-f]{12}:[0-9]+:[0-9]+ \[[0-9]",
+        D.on_container_line,
+        settles=("log.container",),
+    ),
     # faulthandler's mark of a crash inside the garbage collector
     Anchor(r"Garbage-collecting", D.on_gc_crash, settles=("python.gc_crash",)),
     # the first line of training progress is all that is kept (the last lines' progress is
