@@ -62,6 +62,8 @@ MAX_FACTS = 64
 
 @dataclass(frozen=True, slots=True)
 class Entry:
+    """One message of DCGM's catalog, as the reader needs it."""
+
     id: str
     category: str
     role: str
@@ -86,6 +88,8 @@ def entry_of(message: str) -> Entry | None:
 
 @dataclass(slots=True)
 class _Message:
+    """The message being joined (the reader's own state, grown piece by piece)."""
+
     kind: str
     test: str
     section: str
