@@ -673,6 +673,7 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         D.on_shell_word,
     ),
     Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
+    # bash's report of a pipeline's later command (`   134 Killed   | python3 main.py`)
     Anchor(rf"[0-9][ \t]+(?:{_WORDS}){_CORE}[ \t]+\|[ \t]*[^ \t\n]", D.on_shell_word),
     # a line that shows the job ran in a Docker container
     Anchor(
