@@ -25,10 +25,10 @@ from mechanism_helpers import (
     ending_of,
     log_report,
     report_of,
-    rules_hitting,
     write_folder,
 )
 
+# read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
     ("Abort trap: 6", "network-sigabrt-exit"),
     ("[2]  + 91234 killed", "host-oom-shell-killed"),
@@ -67,13 +67,6 @@ LINES_AND_RULES = [
         "host-oom-docker-exit-137",
     ),
 ]
-
-
-@pytest.mark.parametrize(
-    ("line", "rule"), LINES_AND_RULES, ids=[rule for _, rule in LINES_AND_RULES]
-)
-def test_the_line_is_read_by_the_rule_of_its_mechanism(line: str, rule: str) -> None:
-    assert rule in rules_hitting(line)
 
 
 DEATH_LINES = [

@@ -18,6 +18,7 @@ from crashlens.model import Ending
 from crashlens.parsers.tables import parse_catalog
 from mechanism_helpers import ending_of, log_report, rules_hitting
 
+# read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
     (
         "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute XLA Runtime executable:"
@@ -61,15 +62,6 @@ LINES_AND_RULES = [
     ),
     ("cupy.cuda.nccl.NcclError: NCCL_ERROR_INTERNAL_ERROR", "driver-nccl-internal-error"),
 ]
-
-
-@pytest.mark.parametrize(
-    ("line", "rule"),
-    LINES_AND_RULES,
-    ids=[f"{i}-{rule}" for i, (_, rule) in enumerate(LINES_AND_RULES)],
-)
-def test_the_line_is_read_by_the_rule_of_its_mechanism(line: str, rule: str) -> None:
-    assert rule in rules_hitting(line)
 
 
 def test_cublas_generic_messages_are_not_taken_from_other_software() -> None:

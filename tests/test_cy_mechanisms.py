@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from crashlens.model import Ending
 from mechanism_helpers import ending_of, log_report, rules_hitting
 
+# read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
     (
         "tensorflow.python.framework.errors_impl.UnimplementedError:  DNN library is not found.",
@@ -75,15 +74,6 @@ LINES_AND_RULES = [
         "driver-ollama-no-nvidia-devices-detected",
     ),
 ]
-
-
-@pytest.mark.parametrize(
-    ("line", "rule"),
-    LINES_AND_RULES,
-    ids=[f"{i}-{rule}" for i, (_, rule) in enumerate(LINES_AND_RULES)],
-)
-def test_the_line_is_read_by_the_rule_of_its_mechanism(line: str, rule: str) -> None:
-    assert rule in rules_hitting(line)
 
 
 def test_a_recovered_bfc_allocation_stays_harmless() -> None:

@@ -1,0 +1,34 @@
+"""Each batch's learned lines (`LINES_AND_RULES` of the `test_<batch>_mechanisms` modules) are read
+by the rule of their mechanism: one test for all the tables, which stay beside the tests of
+their batch's other mechanisms."""
+
+from __future__ import annotations
+
+import pytest
+
+import test_cs_mechanisms
+import test_cu_mechanisms
+import test_cw_mechanisms
+import test_cx_mechanisms
+import test_cy_mechanisms
+import test_cz_mechanisms
+from mechanism_helpers import rules_hitting
+
+TABLES = {
+    "cs": test_cs_mechanisms.LINES_AND_RULES,
+    "cu": test_cu_mechanisms.LINES_AND_RULES,
+    "cw": test_cw_mechanisms.LINES_AND_RULES,
+    "cx": test_cx_mechanisms.LINES_AND_RULES,
+    "cy": test_cy_mechanisms.LINES_AND_RULES,
+    "cz": test_cz_mechanisms.LINES_AND_RULES,
+}
+CASES = [
+    pytest.param(line, rule, id=f"{batch}-{index}-{rule}")
+    for batch, table in TABLES.items()
+    for index, (line, rule) in enumerate(table)
+]
+
+
+@pytest.mark.parametrize(("line", "rule"), CASES)
+def test_the_line_is_read_by_the_rule_of_its_mechanism(line: str, rule: str) -> None:
+    assert rule in rules_hitting(line)
