@@ -667,11 +667,10 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # catalog): the run finished, earlier tracebacks did not end it.
     Anchor(FINISH_ANCHOR, D.on_completed),
     Anchor(rf"(?:{_WORDS}){_CORE}[ \t]*$", D.on_shell_word),
-    Anchor(
-        rf"(?i:(?:zsh: |\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)(?:{_WORDS}|abort){_CORE}"
-        r"(?:[ \t][ \t]|[ \t]*$))",
-        D.on_shell_word,
-    ),
+    # (the job table's word and what follows it, without the `[1]+`/`zsh: ` before it: that
+    # opening made Hyperscan start a check at every `] ` of a line, a third of the whole
+    # library's scan time on launcher lines; SHELL_JOB re-checks it)
+    Anchor(rf"(?i:(?:{_WORDS}|abort){_CORE}(?:[ \t][ \t]|[ \t]*$))", D.on_shell_word),
     Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
     # bash's report of a pipeline's later command (`   134 Killed   | python3 main.py`)
     Anchor(rf"[0-9][ \t]+(?:{_WORDS}){_CORE}[ \t]+\|[ \t]*[^ \t\n]", D.on_shell_word),
