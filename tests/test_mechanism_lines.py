@@ -12,6 +12,7 @@ import test_cw_mechanisms
 import test_cx_mechanisms
 import test_cy_mechanisms
 import test_cz_mechanisms
+import test_db_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -21,6 +22,7 @@ TABLES = {
     "cx": test_cx_mechanisms.LINES_AND_RULES,
     "cy": test_cy_mechanisms.LINES_AND_RULES,
     "cz": test_cz_mechanisms.LINES_AND_RULES,
+    "db": test_db_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")

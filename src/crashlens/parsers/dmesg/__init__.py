@@ -49,7 +49,9 @@ Fact keys:
   that model under that branch, `gpu_support.py`).
 - `kernel.hung_task`: str process; attrs pid, seconds.
 - `kernel.panic`: str reason after `Kernel panic - not syncing:`.
-- `kernel.oops`: str the oops line (NULL dereference, `Oops:`, divide error, kernel BUG).
+- `kernel.oops`: str the oops line (NULL dereference, `Oops:`, divide error, kernel BUG); attrs
+  process, pid (its `Comm:` line), module (where its `RIP:` line points: `nvidia`, `nvidia_uvm`,
+  ..., or `kernel`), function.
 - `kernel.fatal_signal`: int signal (print-fatal-signals); attrs process, pid.
 - `kernel.file_max`: int the `VFS: file-max limit N reached` limit.
 - `kernel.unregister_netdevice`: str device still referenced.

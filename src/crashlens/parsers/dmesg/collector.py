@@ -91,6 +91,12 @@ _OOPS = re.compile(
 )
 _FATAL_SIGNAL = re.compile(r"potentially unexpected fatal signal (\d+)")
 _COMM = re.compile(r"CPU: (\d+) (?:UID: \d+ )?PID: (\d+) Comm: (\S+)")
+_RIP = re.compile(
+    r"RIP: [0-9a-f]{4}:(?:\[<[0-9a-f]+>\] +\[<[0-9a-f]+>\] +)?([^ \n]+)(?: +\[([a-z0-9_]+)\])?"
+)
+"""The instruction the oops stopped at: `RIP: 0010:_nv006968rm+0x2c/0x330 [nvidia]` (kernels
+before 4.x: `RIP: 0010:[<addr>]  [<addr>] func+0x1c/0x30 [nvidia]`); no bracket: the kernel's own
+code."""
 _FILE_MAX = re.compile(r"VFS: file-max limit (\d+) reached")
 _NETDEV = re.compile(r"unregister_netdevice: waiting for (\S+) to become free")
 _DIGITS = re.compile(r"\d+")
@@ -110,6 +116,9 @@ class KernelCollector(AnchoredCollector):
         self.nvidia = NvidiaReader(self.store)
         self.services = ServiceDeaths(path)
         self.wants_comm: Pending | None = None
+        self.wants_rip: list[tuple[int, Entry]] = []
+        """Oops records (and their lines) whose `RIP:` line has not come yet: a `BUG:` line and
+        the `Oops:` line after it are one fault, and its RIP line names the code it hit."""
         self.aer: Entry | None = None
         self.ghes: Entry | None = None
 
@@ -330,6 +339,20 @@ class KernelCollector(AnchoredCollector):
             value = clipped(found[1])
             entry = self.store.add(("oops", _DIGITS.sub("N", value)), "kernel.oops", value, line)
             self._want_comm(line, entry)
+            if entry is not None:
+                self.wants_rip.append((line.lineno, entry))
+
+    def on_rip(self, line: Line) -> None:
+        """The oops's instruction pointer: in which module the kernel faulted (the NVIDIA
+        driver's `[nvidia]`, `[nvidia_uvm]`..., or the kernel's own code)."""
+        found = _RIP.search(line.text)
+        pending, self.wants_rip = self.wants_rip, []
+        if not found:
+            return
+        for lineno, entry in pending:
+            if line.lineno - lineno <= 3 * PENDING_LINES:
+                entry.attrs.setdefault("module", found[2] or "kernel")
+                entry.attrs.setdefault("function", clipped(found[1].split("+")[0]))
 
     def on_fatal_signal(self, line: Line) -> None:
         found = _FATAL_SIGNAL.search(line.text)
@@ -443,6 +466,7 @@ ANCHORS: tuple[Anchor[KernelCollector], ...] = (
         r"|general protection fault: [0-9a-f]+ \[#|kernel BUG at ",
         K.on_oops,
     ),
+    Anchor(r"RIP: [0-9a-f]{4}:", K.on_rip),
     Anchor(r"potentially unexpected fatal signal", K.on_fatal_signal),
     Anchor(r"CPU: [0-9]+ (?:UID: [0-9]+ )?PID: [0-9]+ Comm: ", K.on_comm),
     Anchor(r"VFS: file-max limit [0-9]+ reached", K.on_file_max),
