@@ -2,7 +2,8 @@
 the test, not taken from the cases: a kernel oops whose instruction pointer lies in the NVIDIA
 driver's module, a CUDA error the loaded driver library could not name, PyTorch's check of CUDA
 driver API calls, cudarc's failure to load a CUDA library, a container user without a passwd
-entry, GPUDirect Storage refusing a file's filesystem, Paddle 1.x's allocator, and three
+entry, GPUDirect Storage refusing a file's filesystem, Paddle 1.x's allocator, a user's stop of
+a process hung in CUDA initialisation, and three
 warnings their projects call harmless (XLA's serial compilation under an older driver, the
 barrier's device notice, the NCCL watchdog reporting its own group's shutdown)."""
 
@@ -129,3 +130,51 @@ def test_a_real_nccl_error_before_the_shutdown_still_shows(tmp_path: Path) -> No
         " ProcessGroupNCCL: Process Group shutdown on rank 1\n",
     )
     assert str(report.verdict) != "none"
+
+
+_HUNG_IN_CUDA_INIT = """\
+loading model from /data/ckpt/model.pt
+^CTraceback (most recent call last):
+  File "/home/user/run.py", line 40, in <module>
+    model = model.to("cuda")
+  File "/opt/env/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1340, in to
+    return self._apply(convert)
+  File "/opt/env/lib/python3.11/site-packages/torch/cuda/__init__.py", line 319, in _lazy_init
+    torch._C._cuda_init()
+KeyboardInterrupt
+"""
+
+
+def test_a_stop_of_a_start_up_hung_in_cuda_initialisation_is_no_clean_stop(
+    tmp_path: Path,
+) -> None:
+    report = log_report(tmp_path / "hung", _HUNG_IN_CUDA_INIT)
+    assert ending_of(report) is Ending.DIED
+    assert_leads(report, "driver")
+    assert "driver-hung-in-gpu-initialisation" in {e.rule for e in report.causes[0].evidence}
+
+
+def test_a_stop_of_a_jax_backend_start_up_reads_the_same(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path / "jax",
+        "KeyboardInterrupt                         Traceback (most recent call last)\n"
+        "Cell In[2], line 1\n"
+        "----> 1 jax.devices()\n"
+        "File /opt/env/lib/python3.10/site-packages/jax/_src/xla_bridge.py:872, in backends()\n",
+    )
+    assert ending_of(report) is Ending.DIED
+
+
+def test_a_stop_inside_the_training_loop_is_still_the_users_stop(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path / "stopped",
+        "epoch 2 step 400 loss 0.52\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/train.py", line 88, in <module>\n'
+        "    loss.backward()\n"
+        '  File "/opt/env/lib/python3.11/site-packages/torch/_tensor.py", line 521, in backward\n'
+        "    torch.autograd.backward(\n"
+        "KeyboardInterrupt\n",
+    )
+    assert ending_of(report) is Ending.STOPPED
+    assert str(report.verdict) == "none"

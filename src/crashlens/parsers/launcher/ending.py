@@ -28,7 +28,9 @@ Fact keys:
   exception occurred:`), where that earlier one is shown (`KeyboardInterrupt`: the user's
   stop, and an error of the code that handled it). An IPython or Jupyter traceback (its
   header names the type: `KeyboardInterrupt    Traceback (most recent call last)`) cut off
-  among its frames is a `traceback` at its header.
+  among its frames is a `traceback` at its header. attr `hung_in`: `gpu_init` when a user
+  stop's traceback (`KeyboardInterrupt`) shows the process inside the GPU runtime's
+  initialisation (`GPU_INIT_FRAME`): the user stopped a start-up that hung.
 
 Facts, not verdicts: `crashlens.decide.failure` decides what they mean with the other inputs.
 """
@@ -132,6 +134,27 @@ IPYTHON_FRAME = re.compile(
 in <module>`, IPython 8's `File ~/lib/call.py:46, in launch(self)` and `Cell In[3], line 5`)."""
 MAX_IPYTHON_FRAMES = 36
 """Lines of frames read back from a log's end to its IPython header, at most."""
+GPU_INIT_FRAME: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("torch/cuda/__init__", ("_lazy_init", "_lazy_new")),
+    ("torch._C._cuda_init(", ("",)),
+    ("cuInit", ("",)),
+    ("jax/_src/xla_bridge.py", ("backends", "_init_backend")),
+)
+"""Traceback frames inside the GPU runtime's start-up, as (place, any of these names on the same
+line): PyTorch's lazy CUDA initialisation (`torch/cuda/__init__.py ... in _lazy_init`,
+`_lazy_new` before 0.4, `torch._C._cuda_init()`), the driver's `cuInit`, JAX's backend
+initialisation (`xla_bridge.py ... in backends`). A user stop whose traceback stands there
+interrupted a start-up that did not finish: a CUDA initialisation that hangs (PTX compiled for
+a GPU the build has no kernels for, a driver or device in a bad state) rather than a run stopped
+on purpose. Substrings, not a regex: two words on one line, found in linear time."""
+
+
+def _in_gpu_init(line: str) -> bool:
+    return any(
+        place in line and any(name in line for name in names) for place, names in GPU_INIT_FRAME
+    )
+
+
 LUA_TRACEBACK = re.compile(r"^\[C\]: (?:in \?|at 0x[0-9a-fA-F]+)$")
 """The last frame of the standalone Lua interpreter's `stack traceback:` (its main chunk; Lua
 5.1 prints its address): printed when an error was not caught (Torch7's `th` too)."""
@@ -241,6 +264,7 @@ def ending_facts(
                 mechanism=mechanism,
                 teardown=teardown,
                 during=_handled_before(texts, index) if kind == "traceback" else None,
+                hung_in=_hung_in(texts, index) if kind == "traceback" else None,
             )
         )
     return facts
@@ -269,6 +293,30 @@ def _handled_before(texts: Sequence[str], index: int) -> str | None:
     return None
 
 
+def _hung_in(texts: Sequence[str], index: int) -> str | None:
+    """`gpu_init` when the traceback closed at `texts[index]` is a user stop whose frames (from
+    its header: above the exception line, or below an IPython header) stand in the GPU
+    runtime's initialisation (`GPU_INIT_FRAME`); else None."""
+    header = next(
+        (
+            i
+            for i in range(index, max(index - MAX_IPYTHON_FRAMES, 0) - 1, -1)
+            if "Traceback (most recent call last)" in texts[i]
+        ),
+        None,
+    )
+    if header is None:
+        return None
+    # an IPython header closes nothing above it: its frames are below it
+    end = index + 1 if header < index else header + MAX_IPYTHON_FRAMES
+    block = texts[header:end]
+    if not any(name in line for line in block for name in USER_STOPS):
+        return None
+    return "gpu_init" if any(_in_gpu_init(line) for line in block) else None
+
+
+USER_STOPS = ("KeyboardInterrupt",)
+"""The exception a user's Ctrl-C raises (the failure detector reads it as a stop)."""
 ELISION = re.compile(
     r"^[ \t]*(?:\.{3,}|\u2026+"
     r"|[\[(<][ \t]*(?:(?:\.{3}|\u2026)[^\])>\n]*|snip(?:ped)?)[\])>])[ \t]*$"
