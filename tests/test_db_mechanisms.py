@@ -2,10 +2,11 @@
 the test, not taken from the cases: a kernel oops whose instruction pointer lies in the NVIDIA
 driver's module, a CUDA error the loaded driver library could not name, PyTorch's check of CUDA
 driver API calls, cudarc's failure to load a CUDA library, a container user without a passwd
-entry, GPUDirect Storage refusing a file's filesystem, Paddle 1.x's allocator, a user's stop of
-a process hung in CUDA initialisation, and three
-warnings their projects call harmless (XLA's serial compilation under an older driver, the
-barrier's device notice, the NCCL watchdog reporting its own group's shutdown)."""
+entry, an account file that cannot be locked (and a compose file's read-only root that explains
+it), GPUDirect Storage refusing a file's filesystem, Paddle 1.x's allocator, a user's stop of a
+process hung in CUDA initialisation, and three warnings their projects call harmless (XLA's
+serial compilation under an older driver, the barrier's device notice, the NCCL watchdog
+reporting its own group's shutdown)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ LINES_AND_RULES = [
         " FLAGS_fraction_of_gpu_memory_to_use environment variable to a lower value.",
         "gpu-oom-framework-allocator-exhausted",
     ),
+    ("usermod: cannot lock /etc/shadow; try again later.", "permissions-account-files-cannot-lock"),
 ]
 
 _OOPS = """\
@@ -178,3 +180,25 @@ def test_a_stop_inside_the_training_loop_is_still_the_users_stop(tmp_path: Path)
     )
     assert ending_of(report) is Ending.STOPPED
     assert str(report.verdict) == "none"
+
+
+def test_a_read_only_root_in_compose_explains_the_account_lock_failure(tmp_path: Path) -> None:
+    files = {
+        "docker-compose.yml": "services:\n  trainer:\n    image: t:1\n    read_only: true\n",
+        "trainer.log": "creating user trainer (uid 1000)\n"
+        "useradd: cannot lock /etc/passwd; try again later.\n",
+    }
+    report = report_of(tmp_path / "ro", files)
+    assert_leads(report, "permissions")
+    evidence = {e.rule for e in report.causes[0].evidence}
+    assert "permissions-read-only-root-explains-account-lock" in evidence
+
+
+def test_a_writable_root_leaves_the_lock_failure_unexplained(tmp_path: Path) -> None:
+    files = {
+        "docker-compose.yml": "services:\n  trainer:\n    image: t:1\n    read_only: false\n",
+        "trainer.log": "useradd: cannot lock /etc/passwd; try again later.\n",
+    }
+    report = report_of(tmp_path / "rw", files)
+    rules = {e.rule for cause in report.causes for e in cause.evidence}
+    assert "permissions-read-only-root-explains-account-lock" not in rules

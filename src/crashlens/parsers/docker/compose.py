@@ -18,6 +18,8 @@ Facts from docker-compose (attrs `service` on each; every fact has its line numb
   service's line.
 * `compose.mem_limit_bytes`: int `mem_limit` / `deploy.resources.limits.memory`.
 * `compose.ulimit_memlock`: int soft memlock limit as written (-1 = unlimited).
+* `compose.read_only`: bool `read_only` (true: the container's root filesystem is mounted
+  read-only, as `docker run --read-only` and docker inspect's `HostConfig.ReadonlyRootfs`).
 """
 
 from __future__ import annotations
@@ -73,7 +75,14 @@ class _ServiceFacts:
                 self.add("compose.shm_private_bytes", mount[2], mount[3], source="tmpfs")
         self._gpus()
         self._memory()
+        self._read_only()
         return self.facts
+
+    def _read_only(self) -> None:
+        node = self.service.get("read_only")
+        text = (node.text() or "").strip().lower() if node else ""
+        if node is not None and text in ("true", "false"):
+            self.add("compose.read_only", text == "true", node)
 
     def _string(self, key: str, fact_key: str) -> str | None:
         node = self.service.get(key)
