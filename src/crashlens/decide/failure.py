@@ -561,15 +561,13 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
         return  # Python reported and ignored it (a thread's or a finalizer's exception)
     elif kind in ("traceback", "exception"):
         during = item.attr("during")
-        if any(name in text for name in USER_STOP_EXCEPTIONS) and item.attr("hung_in"):
-            # the stop interrupted a start-up that never finished: the run was not working
-            add(
-                Ending.DIED,
-                "traceback",
-                "the user stopped a process that hung in the GPU runtime's initialisation",
-            )
-        elif any(name in text for name in USER_STOP_EXCEPTIONS):
-            add(Ending.STOPPED, "interrupt", "the log ends with a user interrupt")
+        if any(name in text for name in USER_STOP_EXCEPTIONS):
+            if item.attr("hung_in"):
+                # the stop interrupted a start-up that never finished: the run was not working
+                says = "the user stopped a process that hung in the GPU runtime's initialisation"
+                add(Ending.DIED, "traceback", says)
+            else:
+                add(Ending.STOPPED, "interrupt", "the log ends with a user interrupt")
         elif isinstance(during, str) and during.endswith(USER_STOP_EXCEPTIONS):
             # Python's implicit chain: the user's stop came first, and the code that handled
             # it (a `finally`, an `except KeyboardInterrupt` that tidies up) failed on it

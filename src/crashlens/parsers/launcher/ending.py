@@ -134,25 +134,29 @@ IPYTHON_FRAME = re.compile(
 in <module>`, IPython 8's `File ~/lib/call.py:46, in launch(self)` and `Cell In[3], line 5`)."""
 MAX_IPYTHON_FRAMES = 36
 """Lines of frames read back from a log's end to its IPython header, at most."""
-GPU_INIT_FRAME: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("torch/cuda/__init__", ("_lazy_init", "_lazy_new")),
-    ("torch._C._cuda_init(", ("",)),
-    ("cuInit", ("",)),
-    ("jax/_src/xla_bridge.py", ("backends", "_init_backend")),
+GPU_INIT_FRAME: tuple[tuple[str, ...], ...] = (
+    ("torch/cuda/__init__", "_lazy_init"),
+    ("torch/cuda/__init__", "_lazy_new"),
+    ("torch._C._cuda_init(",),
+    ("cuInit",),
+    ("jax/_src/xla_bridge.py", "backends"),
+    ("jax/_src/xla_bridge.py", "_init_backend"),
 )
-"""Traceback frames inside the GPU runtime's start-up, as (place, any of these names on the same
-line): PyTorch's lazy CUDA initialisation (`torch/cuda/__init__.py ... in _lazy_init`,
-`_lazy_new` before 0.4, `torch._C._cuda_init()`), the driver's `cuInit`, JAX's backend
-initialisation (`xla_bridge.py ... in backends`). A user stop whose traceback stands there
-interrupted a start-up that did not finish: a CUDA initialisation that hangs (PTX compiled for
-a GPU the build has no kernels for, a driver or device in a bad state) rather than a run stopped
-on purpose. Substrings, not a regex: two words on one line, found in linear time."""
+"""Traceback frames inside the GPU runtime's start-up, each as the words one line holds:
+PyTorch's lazy CUDA initialisation (`torch/cuda/__init__.py ... in _lazy_init`, `_lazy_new`
+before 0.4, `torch._C._cuda_init()`), the driver's `cuInit`, JAX's backend initialisation
+(`xla_bridge.py ... in backends`). A user stop whose traceback stands there interrupted a
+start-up that did not finish: a CUDA initialisation that hangs (PTX compiled for a GPU the build
+has no kernels for, a driver or device in a bad state) rather than a run stopped on purpose.
+Substrings, not a regex: words on one line, found in linear time."""
+
+
+USER_STOPS = ("KeyboardInterrupt",)
+"""The exception a user's Ctrl-C raises (the failure detector reads it as a stop)."""
 
 
 def _in_gpu_init(line: str) -> bool:
-    return any(
-        place in line and any(name in line for name in names) for place, names in GPU_INIT_FRAME
-    )
+    return any(all(word in line for word in words) for words in GPU_INIT_FRAME)
 
 
 LUA_TRACEBACK = re.compile(r"^\[C\]: (?:in \?|at 0x[0-9a-fA-F]+)$")
@@ -270,11 +274,10 @@ def ending_facts(
     return facts
 
 
-def _handled_before(texts: Sequence[str], index: int) -> str | None:
-    """The type of the exception that the traceback closed at `texts[index]` was raised while
-    handling: the exception line above the traceback's own header, where an implicit chain's
-    separator stands between them; else None."""
-    header = next(
+def _header_of(texts: Sequence[str], index: int) -> int | None:
+    """Where the traceback closed at `texts[index]` starts: its `Traceback (most recent call
+    last)` line (at `index` itself for an IPython header), at most `MAX_IPYTHON_FRAMES` up."""
+    return next(
         (
             i
             for i in range(index, max(index - MAX_IPYTHON_FRAMES, 0) - 1, -1)
@@ -282,6 +285,13 @@ def _handled_before(texts: Sequence[str], index: int) -> str | None:
         ),
         None,
     )
+
+
+def _handled_before(texts: Sequence[str], index: int) -> str | None:
+    """The type of the exception that the traceback closed at `texts[index]` was raised while
+    handling: the exception line above the traceback's own header, where an implicit chain's
+    separator stands between them; else None."""
+    header = _header_of(texts, index)
     if header is None or header < 2 or not HANDLING.search(texts[header - 1]):
         return None
     for earlier in range(header - 2, max(header - 2 - MAX_CONTINUATION, 0) - 1, -1):
@@ -297,14 +307,7 @@ def _hung_in(texts: Sequence[str], index: int) -> str | None:
     """`gpu_init` when the traceback closed at `texts[index]` is a user stop whose frames (from
     its header: above the exception line, or below an IPython header) stand in the GPU
     runtime's initialisation (`GPU_INIT_FRAME`); else None."""
-    header = next(
-        (
-            i
-            for i in range(index, max(index - MAX_IPYTHON_FRAMES, 0) - 1, -1)
-            if "Traceback (most recent call last)" in texts[i]
-        ),
-        None,
-    )
+    header = _header_of(texts, index)
     if header is None:
         return None
     # an IPython header closes nothing above it: its frames are below it
@@ -315,8 +318,6 @@ def _hung_in(texts: Sequence[str], index: int) -> str | None:
     return "gpu_init" if any(_in_gpu_init(line) for line in block) else None
 
 
-USER_STOPS = ("KeyboardInterrupt",)
-"""The exception a user's Ctrl-C raises (the failure detector reads it as a stop)."""
 ELISION = re.compile(
     r"^[ \t]*(?:\.{3,}|\u2026+"
     r"|[\[(<][ \t]*(?:(?:\.{3}|\u2026)[^\])>\n]*|snip(?:ped)?)[\])>])[ \t]*$"
