@@ -16,7 +16,7 @@ import pytest
 from crashlens.errors import PatternError
 from crashlens.model import Ending
 from crashlens.parsers.tables import parse_catalog
-from mechanism_helpers import ending_of, log_report, rules_hitting
+from mechanism_helpers import log_report, rules_hitting
 
 # read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
@@ -63,32 +63,30 @@ LINES_AND_RULES = [
     ("cupy.cuda.nccl.NcclError: NCCL_ERROR_INTERNAL_ERROR", "driver-nccl-internal-error"),
 ]
 
-
-def test_cublas_generic_messages_are_not_taken_from_other_software() -> None:
-    """Only cuBLAS's distinctive messages are catalog texts, not its generic ones."""
-    assert rules_hitting("error: an internal operation failed, retrying") == []
-
-
-def test_ggml_cuda_error_report_is_a_dying_process(tmp_path: Path) -> None:
-    """ggml aborts after its CUDA error block: its `current device` line is not a warning the
-    program goes on from, even when the paste stops there."""
-    report = log_report(
-        tmp_path / "ggml",
+# read by tests/test_mechanism_endings.py
+LOGS_AND_ENDINGS = [
+    # ggml aborts after its CUDA error block: its `current device` line is not a warning the
+    # program goes on from, even when the paste stops there
+    (
+        "ggml-cuda-error",
         "llama_new_context_with_model: n_ctx = 8192\n"
         "CUDA error: an illegal memory access was encountered\n"
         "  current device: 1, in function ggml_backend_cuda_synchronize at"
         " /src/ggml/src/ggml-cuda/ggml-cuda.cu:2503\n",
-    )
-    assert ending_of(report) is Ending.DIED
-
-
-def test_a_failed_ggml_assert_is_a_dying_process(tmp_path: Path) -> None:
-    report = log_report(
-        tmp_path / "assert",
+        Ending.DIED,
+    ),
+    (
+        "ggml-assert",
         "llama_model_load: loading model from /models/m.gguf\n"
         "GGML_ASSERT: /src/ggml/src/ggml-cuda.cu:9123: src0->type == GGML_TYPE_F16\n",
-    )
-    assert ending_of(report) is Ending.DIED
+        Ending.DIED,
+    ),
+]
+
+
+def test_cublas_generic_messages_are_not_taken_from_other_software() -> None:
+    """Only cuBLAS's distinctive messages are catalog texts, not its generic ones."""
+    assert rules_hitting("error: an internal operation failed, retrying") == []
 
 
 def test_tensorflows_failed_allocation_summary_is_no_warning_to_go_on_from(tmp_path: Path) -> None:

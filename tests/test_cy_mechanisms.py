@@ -111,19 +111,6 @@ def _notebook_traceback(exception: str) -> str:
     )
 
 
-def test_a_notebook_traceback_cut_under_a_keyboardinterrupt_header_is_a_stop(
-    tmp_path: Path,
-) -> None:
-    report = log_report(tmp_path / "stop", _notebook_traceback("KeyboardInterrupt"))
-    assert ending_of(report) is Ending.STOPPED
-    assert str(report.verdict) == "none"
-
-
-def test_a_notebook_traceback_cut_under_an_error_header_is_a_death(tmp_path: Path) -> None:
-    report = log_report(tmp_path / "died", _notebook_traceback("ValueError"))
-    assert ending_of(report) is Ending.DIED
-
-
 def test_ordinary_output_after_a_notebook_traceback_is_no_cut_traceback(tmp_path: Path) -> None:
     """The header only closes a log whose every later line is one of its frames."""
     text = _notebook_traceback("KeyboardInterrupt") + "Saving the model to /work/out.keras now\n"
@@ -150,37 +137,27 @@ def _handling(first: str) -> str:
     )
 
 
-def test_an_error_raised_while_handling_a_keyboardinterrupt_is_the_users_stop(
-    tmp_path: Path,
-) -> None:
-    report = log_report(tmp_path / "ki", _handling("KeyboardInterrupt"))
-    assert ending_of(report) is Ending.STOPPED
-
-
-def test_an_error_raised_while_handling_another_error_is_a_death(tmp_path: Path) -> None:
-    report = log_report(tmp_path / "err", _handling("RuntimeError: CUDA error: unknown error"))
-    assert ending_of(report) is Ending.DIED
-
-
-def test_the_intel_fortran_runtimes_control_c_abort_is_the_users_stop(tmp_path: Path) -> None:
-    report = log_report(
-        tmp_path / "forrtl",
+# read by tests/test_mechanism_endings.py
+LOGS_AND_ENDINGS = [
+    ("notebook-keyboardinterrupt", _notebook_traceback("KeyboardInterrupt"), Ending.STOPPED),
+    ("notebook-error", _notebook_traceback("ValueError"), Ending.DIED),
+    ("handling-keyboardinterrupt", _handling("KeyboardInterrupt"), Ending.STOPPED),
+    ("handling-error", _handling("RuntimeError: CUDA error: unknown error"), Ending.DIED),
+    (
+        "forrtl-control-c",
         "INFO:mlagents.trainers: Step: 42000. Mean Reward: 1.731. Std of Reward: 0.402.\n"
         "forrtl: error (200): program aborting due to control-C event\n"
         "Image              PC                Routine            Line        Source\n"
         "libifcoremd.dll    00007FFC1A2394C4  Unknown               Unknown  Unknown\n"
         "KERNELBASE.dll     00007FFC5E4B6D13  Unknown               Unknown  Unknown\n",
-    )
-    assert ending_of(report) is Ending.STOPPED
-    assert str(report.verdict) == "none"
-
-
-def test_alphaposes_finish_line_is_a_finish(tmp_path: Path) -> None:
-    report = log_report(
-        tmp_path / "alphapose",
+        Ending.STOPPED,
+    ),
+    (
+        "alphapose-finish",
         "Loading pose model from pretrained_models/fast_res50_256x192.pth\n"
         "100%|##########| 120/120 [00:41<00:00,  2.90it/s]\n"
         "===========================> Finish Model Running.\n"
         "===========================> Rendering remaining images in the queue...\n",
-    )
-    assert ending_of(report) is Ending.COMPLETED
+        Ending.COMPLETED,
+    ),
+]

@@ -38,18 +38,20 @@ LINES_AND_RULES = [
 ]
 
 
-def test_a_platform_listing_is_not_a_failure() -> None:
-    assert rules_hitting("Calling clGetPlatformIDs to list the OpenCL platforms: 2 found") == []
-
-
-def test_gnu_times_nonzero_status_is_a_death(tmp_path: Path) -> None:
-    report = log_report(
-        tmp_path / "time",
+# read by tests/test_mechanism_endings.py
+LOGS_AND_ENDINGS = [
+    (
+        "gnu-time",
         "iter 20 loss 1.912\n"
         "Command exited with non-zero status 3\n"
         "41.02user 6.71system 0:52.18elapsed 91%CPU (0avgtext+0avgdata 3104224maxresident)k\n",
-    )
-    assert ending_of(report) is Ending.DIED
+        Ending.DIED,
+    ),
+]
+
+
+def test_a_platform_listing_is_not_a_failure() -> None:
+    assert rules_hitting("Calling clGetPlatformIDs to list the OpenCL platforms: 2 found") == []
 
 
 def test_a_pipelines_killed_command_is_a_sigkill_and_its_broken_pipe_no_network(

@@ -156,32 +156,6 @@ def test_a_stop_of_a_start_up_hung_in_cuda_initialisation_is_no_clean_stop(
     assert "driver-hung-in-gpu-initialisation" in {e.rule for e in report.causes[0].evidence}
 
 
-def test_a_stop_of_a_jax_backend_start_up_reads_the_same(tmp_path: Path) -> None:
-    report = log_report(
-        tmp_path / "jax",
-        "KeyboardInterrupt                         Traceback (most recent call last)\n"
-        "Cell In[2], line 1\n"
-        "----> 1 jax.devices()\n"
-        "File /opt/env/lib/python3.10/site-packages/jax/_src/xla_bridge.py:872, in backends()\n",
-    )
-    assert ending_of(report) is Ending.DIED
-
-
-def test_a_stop_inside_the_training_loop_is_still_the_users_stop(tmp_path: Path) -> None:
-    report = log_report(
-        tmp_path / "stopped",
-        "epoch 2 step 400 loss 0.52\n"
-        "Traceback (most recent call last):\n"
-        '  File "/home/user/train.py", line 88, in <module>\n'
-        "    loss.backward()\n"
-        '  File "/opt/env/lib/python3.11/site-packages/torch/_tensor.py", line 521, in backward\n'
-        "    torch.autograd.backward(\n"
-        "KeyboardInterrupt\n",
-    )
-    assert ending_of(report) is Ending.STOPPED
-    assert str(report.verdict) == "none"
-
-
 def test_a_read_only_root_in_compose_explains_the_account_lock_failure(tmp_path: Path) -> None:
     files = {
         "docker-compose.yml": "services:\n  trainer:\n    image: t:1\n    read_only: true\n",
@@ -202,3 +176,27 @@ def test_a_writable_root_leaves_the_lock_failure_unexplained(tmp_path: Path) -> 
     report = report_of(tmp_path / "rw", files)
     rules = {e.rule for cause in report.causes for e in cause.evidence}
     assert "permissions-read-only-root-explains-account-lock" not in rules
+
+
+# read by tests/test_mechanism_endings.py
+LOGS_AND_ENDINGS = [
+    (
+        "jax-backend-start-up-stopped",
+        "KeyboardInterrupt                         Traceback (most recent call last)\n"
+        "Cell In[2], line 1\n"
+        "----> 1 jax.devices()\n"
+        "File /opt/env/lib/python3.10/site-packages/jax/_src/xla_bridge.py:872, in backends()\n",
+        Ending.DIED,
+    ),
+    (
+        "stopped-in-the-training-loop",
+        "epoch 2 step 400 loss 0.52\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/user/train.py", line 88, in <module>\n'
+        "    loss.backward()\n"
+        '  File "/opt/env/lib/python3.11/site-packages/torch/_tensor.py", line 521, in backward\n'
+        "    torch.autograd.backward(\n"
+        "KeyboardInterrupt\n",
+        Ending.STOPPED,
+    ),
+]
