@@ -97,19 +97,6 @@ def test_a_passwd_lookup_of_a_known_user_is_no_failure() -> None:
     )
 
 
-def test_xlas_older_driver_notice_then_output_is_a_run_going_on(tmp_path: Path) -> None:
-    report = log_report(
-        tmp_path / "xla",
-        "2025-01-09 10:02:11.402113: W external/xla/xla/service/gpu/nvptx_compiler.cc:765] The"
-        " NVIDIA driver's CUDA version is 12.1 which is older than the ptxas CUDA version"
-        " (12.6.85). Because the driver is older than the ptxas version, XLA is disabling"
-        " parallel compilation, which may slow down compilation.\n"
-        "step 0 loss 2.301\nstep 100 loss 1.207\n",
-    )
-    assert str(report.verdict) == "none"
-    assert ending_of(report) is Ending.ONGOING
-
-
 def test_the_watchdog_reporting_its_own_shutdown_is_teardown(tmp_path: Path) -> None:
     report = log_report(
         tmp_path / "shutdown",
@@ -198,5 +185,14 @@ LOGS_AND_ENDINGS = [
         "    torch.autograd.backward(\n"
         "KeyboardInterrupt\n",
         Ending.STOPPED,
+    ),
+    (
+        "xla-older-driver-notice-then-output",
+        "2025-01-09 10:02:11.402113: W external/xla/xla/service/gpu/nvptx_compiler.cc:765] The"
+        " NVIDIA driver's CUDA version is 12.1 which is older than the ptxas CUDA version"
+        " (12.6.85). Because the driver is older than the ptxas version, XLA is disabling"
+        " parallel compilation, which may slow down compilation.\n"
+        "step 0 loss 2.301\nstep 100 loss 1.207\n",
+        Ending.ONGOING,
     ),
 ]

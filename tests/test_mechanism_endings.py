@@ -1,7 +1,8 @@
 """Each batch's learned endings (`LOGS_AND_ENDINGS` of the `test_<batch>_mechanisms` modules: a
 name, a log written for the test, the ending the failure detector must read): one test for all
-the tables, which stay beside the tests of their batch's other mechanisms. A run that finished
-or was stopped on purpose, with nothing else in its log, is also reported healthy."""
+the tables, which stay beside the tests of their batch's other mechanisms. A run that finished,
+was stopped on purpose or was still going when its log was taken, with nothing else in its
+log, is also reported healthy (a table's logs hold only the lines of their mechanism)."""
 
 from __future__ import annotations
 
@@ -35,5 +36,5 @@ def test_the_log_ends_as_its_mechanism_says(
 ) -> None:
     report = log_report(tmp_path / name, text)
     assert ending_of(report) is ending
-    if ending in (Ending.STOPPED, Ending.COMPLETED):
+    if ending in (Ending.STOPPED, Ending.COMPLETED, Ending.ONGOING):
         assert str(report.verdict) == "none"
