@@ -14,6 +14,7 @@ import test_cx_mechanisms
 import test_cy_mechanisms
 import test_cz_mechanisms
 import test_db_mechanisms
+import test_dd_mechanisms
 from crashlens.model import Ending
 from mechanism_helpers import ending_of, log_report
 
@@ -22,6 +23,7 @@ TABLES = {
     "cy": test_cy_mechanisms.LOGS_AND_ENDINGS,
     "cz": test_cz_mechanisms.LOGS_AND_ENDINGS,
     "db": test_db_mechanisms.LOGS_AND_ENDINGS,
+    "dd": test_dd_mechanisms.LOGS_AND_ENDINGS,
 }
 CASES = [
     pytest.param(name, text, ending, id=f"{batch}-{name}")

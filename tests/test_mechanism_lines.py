@@ -13,6 +13,7 @@ import test_cx_mechanisms
 import test_cy_mechanisms
 import test_cz_mechanisms
 import test_db_mechanisms
+import test_dd_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -23,6 +24,7 @@ TABLES = {
     "cy": test_cy_mechanisms.LINES_AND_RULES,
     "cz": test_cz_mechanisms.LINES_AND_RULES,
     "db": test_db_mechanisms.LINES_AND_RULES,
+    "dd": test_dd_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")

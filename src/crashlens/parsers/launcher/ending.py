@@ -30,7 +30,11 @@ Fact keys:
   header names the type: `KeyboardInterrupt    Traceback (most recent call last)`) cut off
   among its frames is a `traceback` at its header. attr `hung_in`: `gpu_init` when a user
   stop's traceback (`KeyboardInterrupt`) shows the process inside the GPU runtime's
-  initialisation (`GPU_INIT_FRAME`): the user stopped a start-up that hung.
+  initialisation (`GPU_INIT_FRAME`): the user stopped a start-up that hung. attr
+  `interrupted`: True when the traceback, or one its chain continues, opens at the terminal's
+  `^C` echo (`^CTraceback (most recent call last):`): the user's Ctrl-C raised it, whatever
+  exception the interrupted call turned it into (Ray's `Raylet connection closed`, a broken
+  pipe); such a traceback cut off among its frames is read too.
 
 Facts, not verdicts: `crashlens.decide.failure` decides what they mean with the other inputs.
 """
@@ -269,7 +273,13 @@ def ending_facts(
                 teardown=teardown,
                 during=_handled_before(texts, index) if kind == "traceback" else None,
                 hung_in=_hung_in(texts, index) if kind == "traceback" else None,
+                interrupted=_interrupted(texts, index) if kind == "traceback" else None,
             )
+        )
+    elif (header := _interrupted_cut(texts)) is not None:
+        sign = shown[header][0]
+        facts.append(
+            fact("log.ends_with", "traceback", path, sign.lineno, text=sign.raw, interrupted=True)
         )
     return facts
 
@@ -316,6 +326,43 @@ def _hung_in(texts: Sequence[str], index: int) -> str | None:
     if not any(name in line for line in block for name in USER_STOPS):
         return None
     return "gpu_init" if any(_in_gpu_init(line) for line in block) else None
+
+
+INTERRUPT_ECHO_HEADER = re.compile(r"^[ \t]*(?:\^C)+Traceback \(most recent call last\):")
+"""A traceback header right after the terminal's echo of Ctrl-C: the interrupt raised it."""
+
+
+def _chain_headers(texts: Sequence[str], index: int) -> list[int]:
+    """The headers of the traceback that reaches `texts[index]` and of those its chain
+    continues (`During handling ...`, `The above exception ...`), nearest first, each at most
+    `MAX_IPYTHON_FRAMES` lines above the one below it."""
+    headers: list[int] = []
+    at: int | None = index
+    while at is not None and (header := _header_of(texts, at)) is not None:
+        headers.append(header)
+        if header < 2 or not CHAINED.search(texts[header - 1]):
+            break
+        at = header - 2
+    return headers
+
+
+def _interrupted(texts: Sequence[str], index: int) -> bool | None:
+    """True when the traceback closed at `texts[index]`, or one its chain continues, opens at
+    the terminal's `^C` echo; else None."""
+    if any(INTERRUPT_ECHO_HEADER.search(texts[h]) for h in _chain_headers(texts, index)):
+        return True
+    return None
+
+
+def _interrupted_cut(texts: Sequence[str]) -> int | None:
+    """Where the traceback chain that a log's last lines are frames of (cut off before its
+    exception line) opens at the terminal's `^C` echo: that header's index; else None."""
+    last = len(texts) - 1
+    # the last line is a frame, or the source line printed under the frame above it
+    if not any(TRACEBACK_FRAME.search(text) for text in texts[max(last - 1, 0) :]):
+        return None
+    headers = _chain_headers(texts, last)
+    return next((h for h in reversed(headers) if INTERRUPT_ECHO_HEADER.search(texts[h])), None)
 
 
 ELISION = re.compile(
