@@ -569,9 +569,9 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
             else:
                 add(Ending.STOPPED, "interrupt", "the log ends with a user interrupt")
         elif item.attr("interrupted"):
-            # the terminal echoed Ctrl-C where the traceback begins: the user's interrupt
-            # raised it, in whatever exception the interrupted call turned it into
-            add(Ending.STOPPED, "interrupt", "the log ends with a traceback raised by Ctrl-C")
+            # cut off among its frames where the terminal echoed Ctrl-C before it: the user's
+            # interrupt raised it, and no exception line shows anything else
+            add(Ending.STOPPED, "interrupt", "the log ends in a traceback raised by Ctrl-C")
         elif isinstance(during, str) and during.endswith(USER_STOP_EXCEPTIONS):
             # Python's implicit chain: the user's stop came first, and the code that handled
             # it (a `finally`, an `except KeyboardInterrupt` that tidies up) failed on it

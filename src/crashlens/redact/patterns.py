@@ -251,8 +251,12 @@ def _address(text: str) -> str | None:
 
 HOME = re.compile(
     r"((?:/home|/homes|/Users|/users|/people|/usr/home|/export/home|/u|/scratch|/mnt/home)/|[A-Za-z]:(?:\\\\|\\)Users"
-    r"(?:\\\\|\\)|~)([A-Za-z_][A-Za-z0-9._-]{0,31})(?=[/\\\s\"':,)\]]|$)"
+    r"(?:\\\\|\\)|(?<![\w:~])(~))([A-Za-z_][A-Za-z0-9._-]{0,31})"
+    r"(?(2)(?=[/\\\s\"']|$)|(?=[/\\\s\"':,)\]]|$))"
 )
+"""A user's home folder: the name after a home root, or after `~` (a shell's `~alice/`). The `~`
+form stands where a path does (not after a word or `::`) and ends as a path segment does, so a
+C++ destructor (`[~FindDbRecord]`, `Foo::~Foo`) is not a user."""
 USER_CONTEXT = re.compile(
     r"(\b(?:USER|LOGNAME|USERNAME|SUDO_USER|SLURM_JOB_USER|PBS_O_LOGNAME|HF_USER|"
     r"JUPYTERHUB_USER|GIT_AUTHOR_NAME|GIT_COMMITTER_NAME|WANDB_ENTITY|WANDB_USERNAME)"

@@ -460,10 +460,7 @@ def _curl_user(redactor: Redactor, match: re.Match[str]) -> str:
 
 
 def _home(redactor: Redactor, match: re.Match[str]) -> str:
-    user = match.group(2)
-    if match.group(1) == "~" and not user:
-        return match.group(0)
-    return match.group(1) + _user(redactor, user)
+    return match.group(1) + _user(redactor, match.group(3))
 
 
 def _owner(redactor: Redactor, match: re.Match[str]) -> str:

@@ -31,10 +31,11 @@ Fact keys:
   among its frames is a `traceback` at its header. attr `hung_in`: `gpu_init` when a user
   stop's traceback (`KeyboardInterrupt`) shows the process inside the GPU runtime's
   initialisation (`GPU_INIT_FRAME`): the user stopped a start-up that hung. attr
-  `interrupted`: True when the traceback, or one its chain continues, opens at the terminal's
-  `^C` echo (`^CTraceback (most recent call last):`): the user's Ctrl-C raised it, whatever
-  exception the interrupted call turned it into (Ray's `Raylet connection closed`, a broken
-  pipe); such a traceback cut off among its frames is read too.
+  `interrupted`: True on a traceback chain cut off among its frames (no exception line to read)
+  that opens at the terminal's `^C` echo (`^CTraceback (most recent call last):`): the user's
+  Ctrl-C raised it, whatever exception the interrupted call turned it into (Ray's `Raylet
+  connection closed`). Where the exception line shows, it is read as any other: an interrupt
+  may only bring an earlier error to light.
 
 Facts, not verdicts: `crashlens.decide.failure` decides what they mean with the other inputs.
 """
@@ -273,7 +274,6 @@ def ending_facts(
                 teardown=teardown,
                 during=_handled_before(texts, index) if kind == "traceback" else None,
                 hung_in=_hung_in(texts, index) if kind == "traceback" else None,
-                interrupted=_interrupted(texts, index) if kind == "traceback" else None,
             )
         )
     elif (header := _interrupted_cut(texts)) is not None:
@@ -344,14 +344,6 @@ def _chain_headers(texts: Sequence[str], index: int) -> list[int]:
             break
         at = header - 2
     return headers
-
-
-def _interrupted(texts: Sequence[str], index: int) -> bool | None:
-    """True when the traceback closed at `texts[index]`, or one its chain continues, opens at
-    the terminal's `^C` echo; else None."""
-    if any(INTERRUPT_ECHO_HEADER.search(texts[h]) for h in _chain_headers(texts, index)):
-        return True
-    return None
 
 
 def _interrupted_cut(texts: Sequence[str]) -> int | None:
