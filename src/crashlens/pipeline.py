@@ -16,9 +16,11 @@ from crashlens.decide.classifier import Model, shipped_model
 from crashlens.decide.policy import Candidate, Decision, WeighedHit, decide, earliest_failure
 from crashlens.decide.remedy import (
     GENERIC_CHECKS,
+    TOOL_CHECKS,
     actions,
     base_context,
     hit_context,
+    launchers_of,
     summary,
     without_repeated_checks,
 )
@@ -124,7 +126,10 @@ def build_report(
     checks: tuple[Action, ...] = ()
     if decision.verdict is Verdict.UNKNOWN:
         top = decision.candidates[0].category if decision.candidates else None
-        checks = tuple(_dedupe([*GENERIC_CHECKS.get(top, ()), *GENERIC_CHECKS[None]]))
+        # where the launchers that ran it keep what the logs lack, before the generic list
+        launched = [a for tool in launchers_of(facts) for a in TOOL_CHECKS.get(tool, ())]
+        lead = GENERIC_CHECKS[top] if top is not None else ()
+        checks = tuple(_dedupe([*lead, *launched, *GENERIC_CHECKS[None]]))
     causes, checks = without_repeated_checks(causes, checks)
     return Report(
         verdict=decision.verdict,

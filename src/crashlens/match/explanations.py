@@ -32,7 +32,7 @@ from crashlens.model import Category, Fact, Hit, Role
 
 
 class Condition(Protocol):
-    """A fact condition (`match.rules.FactCondition`): a key, and whether a fact meets it."""
+    """A fact condition (`match.conditions.FactCondition`): a key, and whether a fact meets it."""
 
     @property
     def key(self) -> str:

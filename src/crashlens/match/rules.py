@@ -27,6 +27,7 @@ from typing import Any
 from crashlens.errors import PatternError
 from crashlens.library import default_pattern_dir
 from crashlens.match.catalogs import catalog_patterns
+from crashlens.match.conditions import FactCondition
 from crashlens.match.diskcache import read_entry, write_entry
 from crashlens.match.explanations import (
     Explanation,
@@ -37,6 +38,7 @@ from crashlens.match.explanations import (
 )
 from crashlens.model import Category, Fact, FactValue, InputKind, Role
 from crashlens.parsers import LOG_KINDS  # what `inputs = ["logs"]` stands for: the log parsers
+from crashlens.parsers.launcher.tools import TOOL_NAMES
 from crashlens.text.linear import Linear, linear_text
 
 _OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex")
@@ -56,7 +58,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "remediation": frozenset({"steps", "next_checks", "references"}),
         "step": frozenset({"text", "command", "lang", "use"}),
         "examples": frozenset({"match", "no_match", "known_miss"}),
-        "remedy": frozenset({"about", "steps", "generic_for"}),
+        "remedy": frozenset({"about", "steps", "generic_for", "unknown_with_tool"}),
         "explains": frozenset(
             {"symptom_rules", "symptom_category", "symptom_line", "when", "path", "foreign",
              "same", "weight", "note", "examples"}
@@ -127,74 +129,6 @@ GENERIC_UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True, slots=True)
-class FactCondition:
-    """A condition on one parsed fact: `key op value`."""
-
-    key: str
-    op: str
-    value: FactValue | tuple[FactValue, ...]
-    where: tuple[tuple[str, str], ...] = ()
-    """Qualifiers the fact must have: (attr, regex) pairs, e.g. mount must match `^/dev/shm$`."""
-    where_not: tuple[tuple[str, str], ...] = ()
-    """Qualifiers the fact must not have: a fact whose attr matches the regex is rejected."""
-
-    def holds(self, fact: Fact) -> bool:
-        """Whether `fact` satisfies this condition."""
-        if fact.key != self.key:
-            return False
-        for name, pattern in self.where:
-            value = fact.attr(name)
-            if value is None or re.search(pattern, str(value)) is None:
-                return False
-        for name, pattern in self.where_not:
-            value = fact.attr(name)
-            if value is not None and re.search(pattern, str(value)) is not None:
-                return False
-        actual = fact.value
-        expected = self.value
-        if self.op in ("in", "not_in"):
-            assert isinstance(expected, tuple)
-            inside = any(_equal(actual, item) for item in expected)
-            return inside if self.op == "in" else not inside
-        if self.op == "regex":
-            return re.search(str(expected), str(actual)) is not None
-        if self.op == "eq":
-            return _equal(actual, expected)
-        if self.op == "ne":
-            return not _equal(actual, expected)
-        number = _number(actual)
-        bound = _number(expected)
-        if number is None or bound is None:
-            return False
-        return {
-            "lt": number < bound,
-            "le": number <= bound,
-            "gt": number > bound,
-            "ge": number >= bound,
-        }[self.op]
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return float(str(value))
-    except ValueError:
-        return None
-
-
-def _equal(actual: object, expected: object) -> bool:
-    if isinstance(actual, bool) or isinstance(expected, bool):
-        return str(actual).lower() == str(expected).lower()
-    left, right = _number(actual), _number(expected)
-    if left is not None and right is not None:
-        return left == right
-    return str(actual) == str(expected)
-
-
-@dataclass(frozen=True, slots=True)
 class Step:
     """A remediation step or check; `{name}` placeholders are filled from the evidence."""
 
@@ -221,6 +155,10 @@ class Remedy:
     checks of an `unknown` verdict when that category ranks first), or `unknown`: the checks
     an `unknown` verdict ends with. None for a block only rules use."""
     source: str
+    unknown_with_tool: str | None = None
+    """A launcher (`launcher.tool`, or one the log shows it ran under): the checks an `unknown`
+    verdict adds for a run it launched, where that launcher keeps what the log lacks (each
+    rank's own output, the scheduler's accounting, the worker logs of the node)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -662,24 +600,43 @@ def parse_remedy(data: dict[str, Any], path: str) -> Remedy:
         raise PatternError(
             path, f"`generic_for` must be a category or {GENERIC_UNKNOWN!r}, not {generic_for!r}"
         )
+    tool = data.get("unknown_with_tool")
+    if tool is not None and tool not in TOOL_NAMES:
+        raise PatternError(
+            path, f"`unknown_with_tool` must be one of {', '.join(TOOL_NAMES)}, not {tool!r}"
+        )
+    if tool is not None and generic_for is not None:
+        raise PatternError(path, "a block is `generic_for` or `unknown_with_tool`, not both")
     # An unknown verdict shows the generic checks as written: nothing there fills a placeholder.
-    names = () if generic_for is not None else PLACEHOLDERS.keys()
+    names = () if generic_for is not None or tool is not None else PLACEHOLDERS.keys()
     _check_placeholders(_step_texts("steps", steps), names, path)
-    return Remedy(name=name, about=about, steps=steps, generic_for=generic_for, source=path)
+    return Remedy(
+        name=name,
+        about=about,
+        steps=steps,
+        generic_for=generic_for,
+        source=path,
+        unknown_with_tool=tool,
+    )
 
 
 def load_remedies(directory: Path) -> dict[str, Remedy]:
-    """The blocks of `directory/remedies/` by name; each `generic_for` at most once."""
+    """The blocks of `directory/remedies/` by name; each `generic_for` and each
+    `unknown_with_tool` value at most once."""
     remedies: dict[str, Remedy] = {}
-    generic: dict[str, str] = {}
+    generic: dict[tuple[str, str], str] = {}
     for path in sorted((directory / REMEDY_DIR).glob("*.toml")):
         remedy = parse_remedy(_table(path, path.read_bytes()), str(path))
-        if remedy.generic_for is not None:
-            if remedy.generic_for in generic:
-                also = generic[remedy.generic_for]
-                message = f"`generic_for = {remedy.generic_for!r}` is also in {also}"
-                raise PatternError(str(path), message)
-            generic[remedy.generic_for] = str(path)
+        for field, value in (
+            ("generic_for", remedy.generic_for),
+            ("unknown_with_tool", remedy.unknown_with_tool),
+        ):
+            if value is None:
+                continue
+            if (field, value) in generic:
+                also = generic[(field, value)]
+                raise PatternError(str(path), f"`{field} = {value!r}` is also in {also}")
+            generic[(field, value)] = str(path)
         remedies[remedy.name] = remedy
     return remedies
 

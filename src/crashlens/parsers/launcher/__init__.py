@@ -9,7 +9,7 @@ which launcher wrote the log by `tools.py`, how a process died or how the log en
 `deaths.py` and `ending.py` (their keys are listed there), and sniffing is `sniff.py`.
 Fact keys:
 
-* `launcher.tool`: str torchrun|deepspeed|accelerate|llamafactory|mpirun|slurm|python, the most
+* `launcher.tool`: str torchrun|deepspeed|accelerate|llamafactory|mpirun|slurm|ray|python, the most
   specific launcher seen; attr `seen` lists every launcher marker found.
 * `launcher.exit_code`: int (negative = killed by signal N); attrs rank, local_rank, host, pid,
   source: torchelastic-root-cause | torchelastic-failure | elastic-agent | deepspeed |

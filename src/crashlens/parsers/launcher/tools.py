@@ -56,8 +56,21 @@ TOOLS: tuple[Tool, ...] = (
     # `^slurmstepd: |\bsrun\b`, the same lines as `^(?:slurmstepd|srun): |\bsrun\b`: `re`
     # factors the `s` out of that one, which leaves its gate only `run`.
     Tool("slurm", Gate(r"^slurmstepd: |\bsrun\b"), anchor=r"slurmstepd: |srun: "),
+    # Ray's own words: its exceptions' module, the raylet's and its workers' line prefixes,
+    # its package's frames. A job that Ray runs (Ray Train, RLlib, vLLM's executor) reports a
+    # dead worker or actor in these, and Ray's logs on that node hold the rest.
+    Tool(
+        "ray",
+        Gate(
+            r"ray\.exceptions\.|\(raylet(?:, ip=[^)\n]{1,64})?\)|ray/_private/|_raylet\.pyx"
+            r"|Ray(?:Task|Actor)Error|ActorDiedError"
+        ),
+        anchor=r"ray\.exceptions\.|\(raylet|ray/_private/|_raylet\.pyx|Ray(?:Task|Actor)Error|ActorDiedError",
+    ),
     Tool("python", Gate(r"Traceback \(most recent call last\)")),
 )
 
 TOOL_ANCHOR = "|".join(tool.scan_pattern for tool in TOOLS)
 """One anchor for every tool's lines (the handler then asks each tool's precise pattern)."""
+TOOL_NAMES = tuple(tool.name for tool in TOOLS)
+"""Every `launcher.tool` value, most specific first."""
