@@ -337,12 +337,12 @@ def _chain_headers(texts: Sequence[str], index: int) -> list[int]:
     continues (`During handling ...`, `The above exception ...`), nearest first, each at most
     `MAX_IPYTHON_FRAMES` lines above the one below it."""
     headers: list[int] = []
-    at: int | None = index
-    while at is not None and (header := _header_of(texts, at)) is not None:
+    at = index
+    while (header := _header_of(texts, at)) is not None:
         headers.append(header)
         if header < 2 or not CHAINED.search(texts[header - 1]):
             break
-        at = header - 2
+        at = header - 2  # the exception line closing the traceback above the separator
     return headers
 
 
