@@ -250,7 +250,7 @@ def test_every_remedy_block_is_used() -> None:
     idle = {
         name
         for name, remedy in REMEDIES.items()
-        if name not in used and not remedy.generic_for and not remedy.unknown_with_tool
+        if name not in used and not remedy.generic_for and not remedy.unknown_with
     }
     assert not idle, f"remedy blocks no rule uses: {sorted(idle)}"
 

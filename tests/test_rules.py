@@ -134,14 +134,15 @@ def test_a_use_item_is_replaced_by_the_block_steps_in_place(tmp_path, monkeypatc
         ("about = 'x'\ngeneric_for = 'disk'\nsteps = ['x']\n", "['x']", "must be a category"),
         ("about = 'x'\ngeneric_for = 'shm'\nsteps = ['{host}']\n", "['x']", "unknown placeholder"),
         ("about = 'x'\nuse = 'y'\nsteps = ['x']\n", "['x']", "unknown fields: use"),
-        ("about = 'x'\nunknown_with_tool = 'slurmm'\nsteps = ['x']\n", "['x']", "must be one of"),
+        ("about = 'x'\nunknown_with = 'slurmm'\nsteps = ['x']\n", "['x']", "not 'slurmm'"),
+        ("about = 'x'\nunknown_with = []\nsteps = ['x']\n", "['x']", "a name or a list"),
         (
-            "about = 'x'\nunknown_with_tool = 'ray'\ngeneric_for = 'shm'\nsteps = ['x']\n",
+            "about = 'x'\nunknown_with = 'ray'\ngeneric_for = 'shm'\nsteps = ['x']\n",
             "['x']",
             "not both",
         ),
         (
-            "about = 'x'\nunknown_with_tool = 'ray'\nsteps = ['{host}']\n",
+            "about = 'x'\nunknown_with = 'ray'\nsteps = ['{host}']\n",
             "['x']",
             "unknown placeholder",
         ),

@@ -16,11 +16,11 @@ from crashlens.decide.classifier import Model, shipped_model
 from crashlens.decide.policy import Candidate, Decision, WeighedHit, decide, earliest_failure
 from crashlens.decide.remedy import (
     GENERIC_CHECKS,
-    TOOL_CHECKS,
+    SOURCE_CHECKS,
     actions,
     base_context,
     hit_context,
-    launchers_of,
+    sources_of,
     summary,
     without_repeated_checks,
 )
@@ -126,8 +126,9 @@ def build_report(
     checks: tuple[Action, ...] = ()
     if decision.verdict is Verdict.UNKNOWN:
         top = decision.candidates[0].category if decision.candidates else None
-        # where the launchers that ran it keep what the logs lack, before the generic list
-        launched = [a for tool in launchers_of(facts) for a in TOOL_CHECKS.get(tool, ())]
+        # where the launchers and platforms that ran it keep what the logs lack, before the
+        # generic list
+        launched = [a for name in sources_of(analyses) for a in SOURCE_CHECKS.get(name, ())]
         lead = GENERIC_CHECKS[top] if top is not None else ()
         checks = tuple(_dedupe([*lead, *launched, *GENERIC_CHECKS[None]]))
     causes, checks = without_repeated_checks(causes, checks)

@@ -19,7 +19,17 @@ from types import MappingProxyType
 
 from crashlens.library import default_pattern_dir
 from crashlens.match.rules import GENERIC_UNKNOWN, Remedy, Rule, Step, load_remedies
-from crashlens.model import Action, Category, Cause, Fact, FactValue, Hit
+from crashlens.model import (
+    Action,
+    Category,
+    Cause,
+    Fact,
+    FactValue,
+    Hit,
+    InputAnalysis,
+    InputKind,
+    InputState,
+)
 from crashlens.parsers.launcher.tools import TOOL_NAMES
 from crashlens.text.ids import pci_label
 from crashlens.text.sizes import human_bytes
@@ -306,37 +316,40 @@ def generic_checks(remedies: Mapping[str, Remedy]) -> Mapping[Category | None, t
     return MappingProxyType(checks)
 
 
-def tool_checks(remedies: Mapping[str, Remedy]) -> Mapping[str, tuple[Action, ...]]:
-    """The checks of the `unknown_with_tool` blocks, by launcher name."""
+def source_checks(remedies: Mapping[str, Remedy]) -> Mapping[str, tuple[Action, ...]]:
+    """The checks of the `unknown_with` blocks, by launcher or input kind."""
     return MappingProxyType(
         {
-            remedy.unknown_with_tool: tuple(
-                Action(step.text, step.command, step.lang) for step in remedy.steps
-            )
+            source: tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
             for remedy in remedies.values()
-            if remedy.unknown_with_tool is not None
+            for source in remedy.unknown_with
         }
     )
 
 
-def launchers_of(facts: Sequence[Fact]) -> tuple[str, ...]:
-    """The launchers the logs show the run went through (`launcher.tool` and the others its
-    `seen` attribute lists), in `TOOL_NAMES` order, once each."""
+def sources_of(analyses: Sequence[InputAnalysis]) -> tuple[str, ...]:
+    """What the run went through, as `unknown_with` names it: the launchers its logs show
+    (`launcher.tool` and the others its `seen` attribute lists), in `TOOL_NAMES` order, then
+    the kinds of its inputs that were read, in `InputKind` order; once each."""
     named: set[str] = set()
-    for item in facts:
-        if item.key != "launcher.tool":
-            continue
-        named.add(str(item.value))
-        seen = item.attr("seen")
-        if isinstance(seen, str):
-            named.update(seen.split(","))
-    return tuple(name for name in TOOL_NAMES if name in named)
+    for analysis in analyses:
+        if analysis.status.kind is not None and analysis.status.status is InputState.ANALYZED:
+            named.add(analysis.status.kind.value)
+        for item in analysis.facts:
+            if item.key != "launcher.tool":
+                continue
+            named.add(str(item.value))
+            seen = item.attr("seen")
+            if isinstance(seen, str):
+                named.update(seen.split(","))
+    order = (*TOOL_NAMES, *(kind.value for kind in InputKind))
+    return tuple(name for name in order if name in named)
 
 
 _REMEDIES = load_remedies(default_pattern_dir())
 GENERIC_CHECKS = generic_checks(_REMEDIES)
 """Checks every cause of a category ends with, and those an `unknown` verdict shows (key
 None): the `patterns/remedies/checks-*.toml` blocks, read once per process."""
-TOOL_CHECKS = tool_checks(_REMEDIES)
-"""What an `unknown` verdict adds for a run each launcher started: where that launcher keeps
-what the logs lack (the `patterns/remedies/checks-tool-*.toml` blocks)."""
+SOURCE_CHECKS = source_checks(_REMEDIES)
+"""What an `unknown` verdict adds for a run each launcher started or each kind of input shows:
+where it keeps what the logs lack (the `patterns/remedies/checks-with-*.toml` blocks)."""

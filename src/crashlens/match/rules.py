@@ -58,7 +58,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "remediation": frozenset({"steps", "next_checks", "references"}),
         "step": frozenset({"text", "command", "lang", "use"}),
         "examples": frozenset({"match", "no_match", "known_miss"}),
-        "remedy": frozenset({"about", "steps", "generic_for", "unknown_with_tool"}),
+        "remedy": frozenset({"about", "steps", "generic_for", "unknown_with"}),
         "explains": frozenset(
             {"symptom_rules", "symptom_category", "symptom_line", "when", "path", "foreign",
              "same", "weight", "note", "examples"}
@@ -155,10 +155,11 @@ class Remedy:
     checks of an `unknown` verdict when that category ranks first), or `unknown`: the checks
     an `unknown` verdict ends with. None for a block only rules use."""
     source: str
-    unknown_with_tool: str | None = None
-    """A launcher (`launcher.tool`, or one the log shows it ran under): the checks an `unknown`
-    verdict adds for a run it launched, where that launcher keeps what the log lacks (each
-    rank's own output, the scheduler's accounting, the worker logs of the node)."""
+    unknown_with: tuple[str, ...] = ()
+    """Launchers (`launcher.tool`, or one the log shows it ran under) or input kinds: the checks
+    an `unknown` verdict adds for a run one of them is seen in, where it keeps what the logs
+    lack (each rank's own output, the scheduler's accounting, a node's worker logs, a crashed
+    container's output before its restart)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,6 +585,22 @@ def load_rule_file(path: Path) -> Rule:
     return parse_rule(table, str(path), folder=path.parent.name, remedies=remedies)
 
 
+def _unknown_with(value: object, path: str) -> tuple[str, ...]:
+    """A block's `unknown_with`: a launcher or an input kind, or a list of them."""
+    if value is None:
+        return ()
+    values = [value] if isinstance(value, str) else value
+    known = (*TOOL_NAMES, *(kind.value for kind in InputKind))
+    if not isinstance(values, list) or not values:
+        raise PatternError(path, "`unknown_with` must be a name or a list of names")
+    for name in values:
+        if name not in known:
+            names = ", ".join(known)
+            message = f"`unknown_with` names a launcher or an input kind ({names}), not {name!r}"
+            raise PatternError(path, message)
+    return tuple(values)
+
+
 def parse_remedy(data: dict[str, Any], path: str) -> Remedy:
     """Validate one remediation block; its name is its file name."""
     _unknown_fields(data, "remedy", "remedy", path)
@@ -600,15 +617,11 @@ def parse_remedy(data: dict[str, Any], path: str) -> Remedy:
         raise PatternError(
             path, f"`generic_for` must be a category or {GENERIC_UNKNOWN!r}, not {generic_for!r}"
         )
-    tool = data.get("unknown_with_tool")
-    if tool is not None and tool not in TOOL_NAMES:
-        raise PatternError(
-            path, f"`unknown_with_tool` must be one of {', '.join(TOOL_NAMES)}, not {tool!r}"
-        )
-    if tool is not None and generic_for is not None:
-        raise PatternError(path, "a block is `generic_for` or `unknown_with_tool`, not both")
+    sources = _unknown_with(data.get("unknown_with"), path)
+    if sources and generic_for is not None:
+        raise PatternError(path, "a block is `generic_for` or `unknown_with`, not both")
     # An unknown verdict shows the generic checks as written: nothing there fills a placeholder.
-    names = () if generic_for is not None or tool is not None else PLACEHOLDERS.keys()
+    names = () if generic_for is not None or sources else PLACEHOLDERS.keys()
     _check_placeholders(_step_texts("steps", steps), names, path)
     return Remedy(
         name=name,
@@ -616,23 +629,19 @@ def parse_remedy(data: dict[str, Any], path: str) -> Remedy:
         steps=steps,
         generic_for=generic_for,
         source=path,
-        unknown_with_tool=tool,
+        unknown_with=sources,
     )
 
 
 def load_remedies(directory: Path) -> dict[str, Remedy]:
-    """The blocks of `directory/remedies/` by name; each `generic_for` and each
-    `unknown_with_tool` value at most once."""
+    """The blocks of `directory/remedies/` by name; each `generic_for` and each `unknown_with`
+    value at most once."""
     remedies: dict[str, Remedy] = {}
     generic: dict[tuple[str, str], str] = {}
     for path in sorted((directory / REMEDY_DIR).glob("*.toml")):
         remedy = parse_remedy(_table(path, path.read_bytes()), str(path))
-        for field, value in (
-            ("generic_for", remedy.generic_for),
-            ("unknown_with_tool", remedy.unknown_with_tool),
-        ):
-            if value is None:
-                continue
+        named = [("generic_for", remedy.generic_for)] if remedy.generic_for else []
+        for field, value in [*named, *(("unknown_with", v) for v in remedy.unknown_with)]:
             if (field, value) in generic:
                 also = generic[(field, value)]
                 raise PatternError(str(path), f"`{field} = {value!r}` is also in {also}")

@@ -1,15 +1,18 @@
-"""An `unknown` verdict's checks name where the launchers that ran the job keep what the logs
-lack (`patterns/remedies/checks-tool-*.toml`): Ray's logs of the node, each torchrun rank's own
-output, Slurm's accounting. Logs written for the test."""
+"""An `unknown` verdict's checks name where the launchers and platforms that ran the job keep
+what the logs lack (`patterns/remedies/checks-with-*.toml`): Ray's logs of the node, each
+torchrun rank's own output, Slurm's accounting, a container's own output. Logs written for the
+test; the container record is a shipped sample."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from crashlens.decide.remedy import TOOL_CHECKS, launchers_of
-from crashlens.model import Action, Fact
+from crashlens.decide.remedy import SOURCE_CHECKS, sources_of
+from crashlens.model import Action, Fact, InputAnalysis, InputKind, InputState, InputStatus
 from crashlens.parsers.launcher.tools import TOOL_NAMES
-from mechanism_helpers import log_report
+from mechanism_helpers import log_report, report_of
+
+SAMPLES = Path(__file__).parent / "data" / "samples"
 
 RAY_ACTOR = (
     "(pid=2231) step 40 reward 0.12\n"
@@ -66,12 +69,30 @@ def test_a_named_cause_adds_no_launcher_checks(tmp_path: Path) -> None:
     assert all("/tmp/ray" not in _commands(cause.next_checks) for cause in report.causes)
 
 
-def test_launchers_are_read_from_the_tool_fact_and_those_it_ran_under() -> None:
+def test_a_container_record_asks_for_the_containers_own_output(tmp_path: Path) -> None:
+    record = (
+        SAMPLES / "docker_inspect" / "docker_inspect_gpus_all_default_shm64m_exited1_REPRO.json"
+    )
+    report = report_of(
+        tmp_path / "docker",
+        {"train.log": "step 10 loss 2.1\nKilled\n", "inspect.json": record.read_text()},
+    )
+    assert str(report.verdict) == "unknown"
+    assert "docker logs" in _commands(report.next_checks)
+
+
+def test_sources_are_the_launchers_seen_then_the_kinds_read() -> None:
     seen = (("seen", "torchrun,slurm"),)
-    facts = [Fact("launcher.tool", "torchrun", "a.log", 3, "srun torchrun train.py", attrs=seen)]
-    assert launchers_of(facts) == ("torchrun", "slurm")
+    tool = Fact("launcher.tool", "torchrun", "a.log", 3, "srun torchrun train.py", attrs=seen)
+    analyses = [
+        InputAnalysis(InputStatus("a.log", InputKind.LAUNCHER, InputState.ANALYZED), facts=(tool,)),
+        InputAnalysis(InputStatus("pod.json", InputKind.KUBECTL_JSON, InputState.ANALYZED)),
+        InputAnalysis(InputStatus("x.json", InputKind.DOCKER_INSPECT, InputState.SKIPPED, "bad")),
+    ]
+    assert sources_of(analyses) == ("torchrun", "slurm", "launcher", "kubectl_json")
 
 
-def test_every_launcher_block_names_a_launcher() -> None:
-    assert set(TOOL_CHECKS) <= set(TOOL_NAMES)
-    assert {"torchrun", "deepspeed", "mpirun", "slurm", "ray"} <= set(TOOL_CHECKS)
+def test_every_block_names_a_launcher_or_an_input_kind() -> None:
+    known = set(TOOL_NAMES) | {kind.value for kind in InputKind}
+    assert set(SOURCE_CHECKS) <= known
+    assert {"torchrun", "deepspeed", "mpirun", "slurm", "ray", "kubectl_json"} <= set(SOURCE_CHECKS)
