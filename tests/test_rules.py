@@ -166,6 +166,18 @@ def test_generic_checks_name_each_category_once(tmp_path, monkeypatch) -> None:
         load_remedies(library)
 
 
+def test_a_launcher_or_input_kind_has_one_block_of_checks(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CRASHLENS_CACHE_DIR", str(tmp_path / "cache"))
+    library = _library(tmp_path, "about = 'x'\nunknown_with = 'ray'\nsteps = ['a']\n", "['x']")
+    (library / "remedies" / "more.toml").write_text(
+        "about = 'y'\nunknown_with = ['kubectl_json', 'ray']\nsteps = ['b']\n", encoding="utf-8"
+    )
+    with pytest.raises(
+        PatternError, match=r"more.toml.*unknown_with = 'ray'.*also in .*drain.toml"
+    ):
+        load_remedies(library)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
