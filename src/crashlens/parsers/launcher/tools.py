@@ -56,9 +56,9 @@ TOOLS: tuple[Tool, ...] = (
     # `^slurmstepd: |\bsrun\b`, the same lines as `^(?:slurmstepd|srun): |\bsrun\b`: `re`
     # factors the `s` out of that one, which leaves its gate only `run`.
     Tool("slurm", Gate(r"^slurmstepd: |\bsrun\b"), anchor=r"slurmstepd: |srun: "),
-    # Ray's own words: its exceptions' module, the raylet's and its workers' line prefixes,
-    # its package's frames. A job that Ray runs (Ray Train, RLlib, vLLM's executor) reports a
-    # dead worker or actor in these, and Ray's logs on that node hold the rest.
+    # Ray's own words: its exceptions' module and names, the raylet's line prefix, its
+    # package's frames. A job that Ray runs (Ray Train, RLlib, vLLM's executor) reports a dead
+    # worker or actor in these, and Ray's logs on that node hold the rest.
     Tool(
         "ray",
         Gate(
