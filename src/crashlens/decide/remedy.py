@@ -18,7 +18,14 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from crashlens.library import default_pattern_dir
-from crashlens.match.rules import GENERIC_UNKNOWN, Remedy, Rule, Step, load_remedies
+from crashlens.match.rules import (
+    GENERIC_UNKNOWN,
+    UNKNOWN_WITH_NAMES,
+    Remedy,
+    Rule,
+    Step,
+    load_remedies,
+)
 from crashlens.model import (
     Action,
     Category,
@@ -27,10 +34,8 @@ from crashlens.model import (
     FactValue,
     Hit,
     InputAnalysis,
-    InputKind,
     InputState,
 )
-from crashlens.parsers.launcher.tools import TOOL_NAMES
 from crashlens.text.ids import pci_label
 from crashlens.text.sizes import human_bytes
 from crashlens.text.values import finite_float, int_of_float
@@ -329,8 +334,8 @@ def source_checks(remedies: Mapping[str, Remedy]) -> Mapping[str, tuple[Action, 
 
 def sources_of(analyses: Sequence[InputAnalysis]) -> tuple[str, ...]:
     """What the run went through, as `unknown_with` names it: the launchers its logs show
-    (`launcher.tool` and the others its `seen` attribute lists), in `TOOL_NAMES` order, then
-    the kinds of its inputs that were read, in `InputKind` order; once each."""
+    (`launcher.tool` and the others its `seen` attribute lists), then the kinds of its inputs
+    that were read; in `UNKNOWN_WITH_NAMES` order, once each."""
     named: set[str] = set()
     for analysis in analyses:
         if analysis.status.kind is not None and analysis.status.status is InputState.ANALYZED:
@@ -342,8 +347,7 @@ def sources_of(analyses: Sequence[InputAnalysis]) -> tuple[str, ...]:
             seen = item.attr("seen")
             if isinstance(seen, str):
                 named.update(seen.split(","))
-    order = (*TOOL_NAMES, *(kind.value for kind in InputKind))
-    return tuple(name for name in order if name in named)
+    return tuple(name for name in UNKNOWN_WITH_NAMES if name in named)
 
 
 _REMEDIES = load_remedies(default_pattern_dir())

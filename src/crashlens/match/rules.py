@@ -126,6 +126,9 @@ NOT_RULES = frozenset({"tables", REMEDY_DIR})
 """Folders of the library that hold data, not rules."""
 GENERIC_UNKNOWN = "unknown"
 """`generic_for` value of the checks that an `unknown` verdict ends with."""
+UNKNOWN_WITH_NAMES = (*TOOL_NAMES, *(kind.value for kind in InputKind))
+"""What a block's `unknown_with` may name, in the order an `unknown` verdict shows their checks:
+the launchers (`launcher.tool`, most specific first), then the input kinds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -590,12 +593,11 @@ def _unknown_with(value: object, path: str) -> tuple[str, ...]:
     if value is None:
         return ()
     values = [value] if isinstance(value, str) else value
-    known = (*TOOL_NAMES, *(kind.value for kind in InputKind))
     if not isinstance(values, list) or not values:
         raise PatternError(path, "`unknown_with` must be a name or a list of names")
     for name in values:
-        if name not in known:
-            names = ", ".join(known)
+        if name not in UNKNOWN_WITH_NAMES:
+            names = ", ".join(UNKNOWN_WITH_NAMES)
             message = f"`unknown_with` names a launcher or an input kind ({names}), not {name!r}"
             raise PatternError(path, message)
     return tuple(values)

@@ -65,7 +65,6 @@ TOOLS: tuple[Tool, ...] = (
             r"ray\.exceptions\.|\(raylet(?:, ip=[^)\n]{1,64})?\)|ray/_private/|_raylet\.pyx"
             r"|Ray(?:Task|Actor)Error|ActorDiedError"
         ),
-        anchor=r"ray\.exceptions\.|\(raylet|ray/_private/|_raylet\.pyx|Ray(?:Task|Actor)Error|ActorDiedError",
     ),
     Tool("python", Gate(r"Traceback \(most recent call last\)")),
 )
