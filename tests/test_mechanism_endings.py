@@ -15,6 +15,7 @@ import test_cy_mechanisms
 import test_cz_mechanisms
 import test_db_mechanisms
 import test_dd_mechanisms
+import test_df_mechanisms
 from crashlens.model import Ending
 from mechanism_helpers import ending_of, log_report
 
@@ -24,6 +25,7 @@ TABLES = {
     "cz": test_cz_mechanisms.LOGS_AND_ENDINGS,
     "db": test_db_mechanisms.LOGS_AND_ENDINGS,
     "dd": test_dd_mechanisms.LOGS_AND_ENDINGS,
+    "df": test_df_mechanisms.LOGS_AND_ENDINGS,
 }
 CASES = [
     pytest.param(name, text, ending, id=f"{batch}-{name}")

@@ -14,6 +14,7 @@ import test_cy_mechanisms
 import test_cz_mechanisms
 import test_db_mechanisms
 import test_dd_mechanisms
+import test_df_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -25,6 +26,7 @@ TABLES = {
     "cz": test_cz_mechanisms.LINES_AND_RULES,
     "db": test_db_mechanisms.LINES_AND_RULES,
     "dd": test_dd_mechanisms.LINES_AND_RULES,
+    "df": test_df_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")
