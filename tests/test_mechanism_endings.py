@@ -16,6 +16,7 @@ import test_cz_mechanisms
 import test_db_mechanisms
 import test_dd_mechanisms
 import test_df_mechanisms
+import test_dg_mechanisms
 from crashlens.model import Ending
 from mechanism_helpers import ending_of, log_report
 
@@ -26,6 +27,7 @@ TABLES = {
     "db": test_db_mechanisms.LOGS_AND_ENDINGS,
     "dd": test_dd_mechanisms.LOGS_AND_ENDINGS,
     "df": test_df_mechanisms.LOGS_AND_ENDINGS,
+    "dg": test_dg_mechanisms.LOGS_AND_ENDINGS,
 }
 CASES = [
     pytest.param(name, text, ending, id=f"{batch}-{name}")

@@ -441,6 +441,8 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
                 else f" due to {reason.lower()}"
             )
             add(Ending.STOPPED, "scheduler", f"Slurm cancelled the job{what}")
+    elif key == "platform.time_limit":
+        add(Ending.STOPPED, "scheduler", f"{value} ended the work at its time limit")
     elif key == "slurm.task_failure":
         _srun_sign(str(value), add)
     elif key == "pbs.killed":

@@ -134,6 +134,8 @@ def explicit_stop(item: Fact) -> bool:
         return value in STOPPED_PBS
     if key == "process.exit_code" and item.attr("lsf_term") is not None:
         return str(item.attr("lsf_term")) in STOPPED_LSF
+    if key == "platform.time_limit":
+        return True
     if key == "slurm.task_failure":
         return value.lower() == "interrupt"
     if key in ("k8s.reason", "k8s.event"):

@@ -33,6 +33,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   a crash handler's or a debugger's signal); its line is the crash line; attr `frame`.
 * `pbs.killed`: str the resource whose limit PBS killed the job for (`walltime`, `cput`, `mem`,
   `vmem`, ...: `=>> PBS: job killed: walltime 3650 exceeded limit 3600`).
+* `platform.time_limit`: str the platform that ended the work at its time limit (`ZeroGPU`: a
+  Hugging Face Space's GPU call that outran its lease, `GPU task aborted`).
 * `lsf.term`: str the termination reason an IBM Spectrum LSF job report gives (`TERM_RUNLIMIT`,
   `TERM_MEMLIMIT`, `TERM_OWNER`, ...); the report's `Exited with exit code N.` just below it is
   a `process.exit_code` with attr `lsf_term` (that reason).
@@ -557,6 +559,9 @@ class DeathSigns(AnchoredCollector):
         if m := _PBS_KILLED.search(line.text):
             self._sign("pbs.killed", m.group(1), line)
 
+    def on_gpu_lease_end(self, line: Line) -> None:
+        self._sign("platform.time_limit", "ZeroGPU", line)
+
     def on_lsf_term(self, line: Line) -> None:
         if m := _LSF_TERM.match(line.text):
             self.lsf_term = (m.group(1), line.lineno)
@@ -755,6 +760,10 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(_NATIVE_FRAME, D.on_native_frame),
     # PBS's note of the limit a job passed
     Anchor(r"PBS: job killed: [a-z]", D.on_pbs_killed),
+    # Hugging Face's ZeroGPU (the `spaces` package) lends a Space a GPU for one call at a time,
+    # for at most its `@spaces.GPU(duration=...)` seconds (60 by default), and ends a call that
+    # outruns the lease with `gr.Error("GPU task aborted")`: the platform's time limit
+    Anchor(r"GPU task aborted", D.on_gpu_lease_end),
     # an LSF job report's termination reason
     Anchor(r"^[ \t]*TERM_[A-Z_]+: [A-Za-z]", D.on_lsf_term),
     # a serving engine's own death sign (vLLM, SGLang, TGI)
