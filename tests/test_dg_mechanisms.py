@@ -27,6 +27,18 @@ _OOM_THEN_ABORT = (
     "gradio.exceptions.Error: 'GPU task aborted'\n"
 )
 
+_ABORT_THEN_LATER_OOM = (
+    "Running on local URL:  http://0.0.0.0:7860\n"
+    "gradio.exceptions.Error: 'GPU task aborted'\n"
+    'INFO:     10.0.0.7:0 - "POST /gradio_api/queue/join HTTP/1.1" 200 OK\n'
+    "Traceback (most recent call last):\n"
+    '  File "/home/user/app/app.py", line 141, in generate\n'
+    "    video = pipe(prompt, num_frames=49).frames[0]\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB. GPU 0 has a total"
+    " capacity of 44.39 GiB of which 3.27 GiB is free.\n"
+    'INFO:     10.0.0.7:0 - "POST /gradio_api/queue/join HTTP/1.1" 200 OK\n'
+)
+
 # read by tests/test_mechanism_endings.py
 LOGS_AND_ENDINGS = [
     ("zerogpu-status-alone", "GPU task aborted\n", Ending.STOPPED),
@@ -45,3 +57,10 @@ def test_the_stop_names_the_platforms_time_limit(tmp_path: Path) -> None:
     report = log_report(tmp_path / "space", _LEASE_ENDED)
     assert report.verdict is Verdict.NONE
     assert report.assessment is not None and "ZeroGPU" in report.assessment.reason
+
+
+def test_a_later_calls_failure_outlives_an_earlier_lease_end(tmp_path: Path) -> None:
+    # the server went on after the aborted call, and a later call ran out of GPU memory
+    report = log_report(tmp_path / "space", _ABORT_THEN_LATER_OOM)
+    assert ending_of(report) is not Ending.STOPPED
+    assert report.verdict is Verdict.GPU_OOM

@@ -59,6 +59,7 @@ from crashlens.decide.stop_order import (
     FailureFirst,
     cause_level,
     failure_before_stop,
+    outlived_call_stop,
     progress_of,
 )
 from crashlens.decide.unended import ended_process, without_ending
@@ -193,6 +194,12 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     finishes = [s for s in signs if s.ending is Ending.COMPLETED]
     stops = [s for s in signs if s.ending is Ending.STOPPED]
     deaths = [s for s in signs if s.ending is Ending.DIED]
+    # A platform's limit that ends one call of a server (ZeroGPU's lease) is no ending once the
+    # server went on and a later call failed: that failure is what the log shows.
+    index = rule_index(rules if rules is not None else shipped_rules())
+    stops = [
+        s for s in stops if not outlived_call_stop(s.fact, hits, index.failure, index.knock_on)
+    ]
     if _scheduler_stopped(stops):
         # A scheduler's stop ends with SIGKILL after the grace period: that kill is the stop.
         stops += [s for s in deaths if _is_stop_kill(s)]

@@ -143,6 +143,25 @@ def explicit_stop(item: Fact) -> bool:
     return key == "k8s.disruption"
 
 
+CALL_STOPS = frozenset({"platform.time_limit"})
+"""Stops that end one call of a server that goes on (ZeroGPU's lease on a GPU), not the run."""
+
+
+def outlived_call_stop(
+    stop: Fact, hits: Sequence[Hit], failure_rules: frozenset[str], knock_on: frozenset[str]
+) -> bool:
+    """Whether `stop` ended only one call (`CALL_STOPS`) and a cause-level failure line follows
+    it in the same log: the server went on and failed later, so the stop is not the ending."""
+    if stop.key not in CALL_STOPS or stop.lineno is None:
+        return False
+    return any(
+        hit.path == stop.path
+        and (hit.lineno or 0) > stop.lineno
+        and cause_level(hit, failure_rules, knock_on)
+        for hit in hits
+    )
+
+
 def cause_level(hit: Hit, failure_rules: frozenset[str], knock_on: frozenset[str]) -> bool:
     """Whether a rule hit shows a failure that can end a run by itself: a decisive failure line
     that is not counter-evidence, a context, or a rule's usual consequence of another failure."""
