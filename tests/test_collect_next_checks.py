@@ -1,7 +1,8 @@
 """An `unknown` verdict's checks name where the launchers and platforms that ran the job keep
 what the logs lack (`patterns/remedies/checks-with-*.toml`): Ray's logs of the node, each
-torchrun rank's own output, Slurm's accounting, a container's own output. Logs written for the
-test; the container record is a shipped sample."""
+torchrun rank's own output, Slurm's accounting, a container's own output, a Hugging Face Space's
+own logs and hardware tier. Logs written for the test; the container record is a shipped
+sample."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 from crashlens.decide.remedy import SOURCE_CHECKS, sources_of
 from crashlens.model import Action, Fact, InputAnalysis, InputKind, InputState, InputStatus
-from crashlens.parsers.launcher.tools import TOOL_NAMES
+from crashlens.parsers.launcher.tools import PLATFORM_NAMES, TOOL_NAMES
+from crashlens.pipeline import analyze_inputs
 from mechanism_helpers import log_report, report_of
 
 SAMPLES = Path(__file__).parent / "data" / "samples"
@@ -92,7 +94,38 @@ def test_sources_are_the_launchers_seen_then_the_kinds_read() -> None:
     assert sources_of(analyses) == ("torchrun", "slurm", "launcher", "kubectl_json")
 
 
-def test_every_block_names_a_launcher_or_an_input_kind() -> None:
-    known = set(TOOL_NAMES) | {kind.value for kind in InputKind}
+def test_every_block_names_a_launcher_a_platform_or_an_input_kind() -> None:
+    known = set(TOOL_NAMES) | set(PLATFORM_NAMES) | {kind.value for kind in InputKind}
     assert set(SOURCE_CHECKS) <= known
-    assert {"torchrun", "deepspeed", "mpirun", "slurm", "ray", "kubectl_json"} <= set(SOURCE_CHECKS)
+    wanted = {"torchrun", "deepspeed", "mpirun", "slurm", "ray", "hf-spaces", "kubectl_json"}
+    assert wanted <= set(SOURCE_CHECKS)
+
+
+def test_a_spaces_status_alone_asks_for_the_spaces_own_logs(tmp_path: Path) -> None:
+    # a Space's page after its container was restarted: the status, nothing of the app
+    report = log_report(
+        tmp_path / "space",
+        "Runtime error\nSpace not healthy: restarting\n"
+        "launch timed out, space was not healthy after 30 min\n",
+    )
+    assert report.verdict.value == "unknown"
+    assert "Logs button" in report.next_checks[0].text
+
+
+def test_a_spaces_lines_name_the_platform_in_any_log(tmp_path: Path) -> None:
+    frames = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/site-packages/spaces/zero/wrappers.py", line 256, in'
+        " thread_wrapper\n"
+        "    res = future.result()\n"
+    )
+    for name, text in (("frames.log", frames), ("status.txt", "Memory limit exceeded (30Gi)\n")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / name).write_text(text, encoding="utf-8")
+        assert "hf-spaces" in sources_of(analyze_inputs([str(folder)])), name
+
+
+def test_a_run_without_a_spaces_line_names_no_platform(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(TORCHRUN, encoding="utf-8")
+    assert "hf-spaces" not in sources_of(analyze_inputs([str(tmp_path)]))

@@ -334,13 +334,16 @@ def source_checks(remedies: Mapping[str, Remedy]) -> Mapping[str, tuple[Action, 
 
 def sources_of(analyses: Sequence[InputAnalysis]) -> tuple[str, ...]:
     """What the run went through, as `unknown_with` names it: the launchers its logs show
-    (`launcher.tool` and the others its `seen` attribute lists), then the kinds of its inputs
-    that were read; in `UNKNOWN_WITH_NAMES` order, once each."""
+    (`launcher.tool` and the others its `seen` attribute lists), the platform that hosted it
+    (`platform.name`), then the kinds of its inputs that were read; in `UNKNOWN_WITH_NAMES`
+    order, once each."""
     named: set[str] = set()
     for analysis in analyses:
         if analysis.status.kind is not None and analysis.status.status is InputState.ANALYZED:
             named.add(analysis.status.kind.value)
         for item in analysis.facts:
+            if item.key == "platform.name":
+                named.add(str(item.value))
             if item.key != "launcher.tool":
                 continue
             named.add(str(item.value))

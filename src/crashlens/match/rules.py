@@ -38,7 +38,7 @@ from crashlens.match.explanations import (
 )
 from crashlens.model import Category, Fact, FactValue, InputKind, Role
 from crashlens.parsers import LOG_KINDS  # what `inputs = ["logs"]` stands for: the log parsers
-from crashlens.parsers.launcher.tools import TOOL_NAMES
+from crashlens.parsers.launcher.tools import PLATFORM_NAMES, TOOL_NAMES
 from crashlens.text.linear import Linear, linear_text
 
 _OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "regex")
@@ -126,9 +126,10 @@ NOT_RULES = frozenset({"tables", REMEDY_DIR})
 """Folders of the library that hold data, not rules."""
 GENERIC_UNKNOWN = "unknown"
 """`generic_for` value of the checks that an `unknown` verdict ends with."""
-UNKNOWN_WITH_NAMES = (*TOOL_NAMES, *(kind.value for kind in InputKind))
+UNKNOWN_WITH_NAMES = (*TOOL_NAMES, *PLATFORM_NAMES, *(kind.value for kind in InputKind))
 """What a block's `unknown_with` may name, in the order an `unknown` verdict shows their checks:
-the launchers (`launcher.tool`, most specific first), then the input kinds."""
+the launchers (`launcher.tool`, most specific first), the hosting platforms (`platform.name`),
+then the input kinds."""
 
 
 @dataclass(frozen=True, slots=True)

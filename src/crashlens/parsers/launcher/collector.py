@@ -27,6 +27,7 @@ from crashlens.parsers.launcher.messages import (
     version_facts,
     world_facts,
 )
+from crashlens.parsers.launcher.platform_lines import PLATFORM_ANCHORS
 from crashlens.parsers.launcher.probes import HEADER as PROBE_HEADER
 from crashlens.parsers.launcher.probes import ProbeTracker
 from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
@@ -751,5 +752,7 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     DNN_MEMORY_ANCHOR,
     # how a process died, as any text log shows it (shared with plain text)
     *DEATH_ANCHORS,
+    # where the job was hosted, as the platform's own lines say (shared with plain text)
+    *PLATFORM_ANCHORS,
 )
 del L

@@ -73,3 +73,8 @@ TOOL_ANCHOR = "|".join(tool.scan_pattern for tool in TOOLS)
 """One anchor for every tool's lines (the handler then asks each tool's precise pattern)."""
 TOOL_NAMES = tuple(tool.name for tool in TOOLS)
 """Every `launcher.tool` value, most specific first."""
+
+HF_SPACES = "hf-spaces"
+"""A Hugging Face Space (`platform_lines.py`)."""
+PLATFORM_NAMES = (HF_SPACES,)
+"""Every `platform.name` value: where a job was hosted, when the platform's own lines say so."""

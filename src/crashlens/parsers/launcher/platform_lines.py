@@ -1,0 +1,35 @@
+"""Where a job was hosted, when the hosting platform's own status lines say so: what an
+`unknown` verdict's checks read (`decide/remedy.sources_of`), since a hosted app has no node to
+run dmesg or sacct on, only the platform's logs and its hardware tier.
+
+* `platform.name`: str the platform, the first line that names it (`PLATFORM_NAMES`):
+  `hf-spaces`, a Hugging Face Space, by the status its page shows (`Memory limit exceeded
+  (16Gi)`, `Space evicted, storage limit exceeded`, `launch timed out, space was not healthy`),
+  ZeroGPU's `GPU task aborted`, and the frames of its `spaces` package (`spaces/zero/`).
+
+Read from any text log: the launcher collector and the plain-text one share these anchors (a
+Space's status line is pasted alone as often as inside its container log).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crashlens.model import Line
+from crashlens.parsers.base import Anchor, AnchoredCollector
+from crashlens.parsers.launcher.tools import HF_SPACES
+
+
+def on_hf_space(collector: AnchoredCollector, line: Line) -> None:
+    collector.keep_first("platform.name", HF_SPACES, line)
+
+
+PLATFORM_ANCHORS: tuple[Anchor[Any], ...] = (
+    Anchor(
+        r"Memory limit exceeded \([0-9]|storage limit exceeded|space was not healthy"
+        r"|GPU task aborted|site-packages/spaces/zero/",
+        on_hf_space,
+        settles=("platform.name",),
+    ),
+)
+"""A Hugging Face Space's own status lines and frames."""
