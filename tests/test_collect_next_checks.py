@@ -110,6 +110,10 @@ def test_a_spaces_status_alone_asks_for_the_spaces_own_logs(tmp_path: Path) -> N
     )
     assert report.verdict.value == "unknown"
     assert "Logs button" in report.next_checks[0].text
+    # the ending's own advice names the Space's log, not a scheduler or a node it does not have
+    assert report.assessment is not None
+    assert "Logs button" in report.assessment.reason
+    assert "sacct" not in report.assessment.reason
 
 
 def test_a_spaces_lines_name_the_platform_in_any_log(tmp_path: Path) -> None:

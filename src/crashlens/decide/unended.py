@@ -77,6 +77,15 @@ COLLECT = (
     "ExitCode)"
 )
 """What to collect to learn how a run whose log stops ended."""
+COLLECT_ON = {
+    "hf-spaces": (
+        "collect the Space's own container log from before its restart (the Logs button on "
+        "its page) and note its hardware tier's RAM, GPU memory and disk: a Space the platform "
+        "stopped at one of them shows only a status line"
+    ),
+}
+"""The same for a job a platform hosted (`platform.name`): it has no node or scheduler of its
+own to ask."""
 GONE_PAST = "the run went on from it: its training progress began or went on after it"
 """Why a failure line followed by the run's progress is not how the run ended."""
 
@@ -160,6 +169,13 @@ def without_ending(
         if going is not None:
             return going
     return _stops(facts, lasts, past)
+
+
+def _collect(facts: Sequence[Fact]) -> str:
+    """What to collect to learn how the run ended: the platform's own record where a platform
+    hosted it, else the scheduler's, the nodes' and the container's."""
+    hosts = (COLLECT_ON.get(str(f.value)) for f in facts if f.key == "platform.name")
+    return next((says for says in hosts if says is not None), COLLECT)
 
 
 def _last_lines(facts: Sequence[Fact], kinds: Mapping[str, InputKind | None]) -> list[Fact]:
@@ -396,8 +412,8 @@ def _stops(facts: Sequence[Fact], lasts: Sequence[Fact], past: Sequence[Hit]) ->
                 f"output ({place}{also}) is multiprocessing's resource tracker reporting "
                 "semaphores they never released, which it prints once they are all gone, after "
                 "a finish, a crash or a kill alike (a process killed by a signal leaves them), "
-                f"{_progress(facts, last)}. A hang that was killed looks like this: {COLLECT}."
-                f"{went}"
+                f"{_progress(facts, last)}. A hang that was killed looks like this: "
+                f"{_collect(facts)}.{went}"
             ),
             harmless=judged,
         )
@@ -407,7 +423,7 @@ def _stops(facts: Sequence[Fact], lasts: Sequence[Fact], past: Sequence[Hit]) ->
         reason=(
             f"The log stops without showing how the run ended: no exit status, death sign or "
             f"finish follows its last line ({place}{also}), {_progress(facts, last)}. A hang, "
-            f"or a kill that left no trace in the log, looks like this: {COLLECT}.{went}"
+            f"or a kill that left no trace in the log, looks like this: {_collect(facts)}.{went}"
         ),
         harmless=judged,
     )
