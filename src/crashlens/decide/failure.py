@@ -271,7 +271,6 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
             reason=f"The run was stopped from outside, not by a failure: {best.says}.",
             harmless=tuple(_stop_harmless(_alarms(_alarming(stops), hits), best)),
         )
-    index = rule_index(rules if rules is not None else shipped_rules())
     return without_ending(facts, hits, kinds, index.failure)
 
 

@@ -322,7 +322,7 @@ def generic_checks(remedies: Mapping[str, Remedy]) -> Mapping[Category | None, t
 
 
 def source_checks(remedies: Mapping[str, Remedy]) -> Mapping[str, tuple[Action, ...]]:
-    """The checks of the `unknown_with` blocks, by launcher or input kind."""
+    """The checks of the `unknown_with` blocks, by launcher, platform or input kind."""
     return MappingProxyType(
         {
             source: tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
@@ -344,12 +344,11 @@ def sources_of(analyses: Sequence[InputAnalysis]) -> tuple[str, ...]:
         for item in analysis.facts:
             if item.key == "platform.name":
                 named.add(str(item.value))
-            if item.key != "launcher.tool":
-                continue
-            named.add(str(item.value))
-            seen = item.attr("seen")
-            if isinstance(seen, str):
-                named.update(seen.split(","))
+            elif item.key == "launcher.tool":
+                named.add(str(item.value))
+                seen = item.attr("seen")
+                if isinstance(seen, str):
+                    named.update(seen.split(","))
     return tuple(name for name in UNKNOWN_WITH_NAMES if name in named)
 
 

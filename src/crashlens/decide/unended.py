@@ -61,6 +61,7 @@ from crashlens.decide.never_started import never_allocated, never_scheduled
 from crashlens.decide.peer_wait import PEER_WAIT_RULES, PROGRESS_KEYS
 from crashlens.decide.stop_order import progress_of, went_on
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind, Role
+from crashlens.parsers.launcher.tools import HF_SPACES
 from crashlens.parsers.tables import CatalogEntry
 from crashlens.text.clip import shortened
 
@@ -78,7 +79,7 @@ COLLECT = (
 )
 """What to collect to learn how a run whose log stops ended."""
 COLLECT_ON = {
-    "hf-spaces": (
+    HF_SPACES: (
         "collect the Space's own container log from before its restart (the Logs button on "
         "its page) and note its hardware tier's RAM, GPU memory and disk: a Space the platform "
         "stopped at one of them shows only a status line"

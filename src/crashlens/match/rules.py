@@ -160,10 +160,11 @@ class Remedy:
     an `unknown` verdict ends with. None for a block only rules use."""
     source: str
     unknown_with: tuple[str, ...] = ()
-    """Launchers (`launcher.tool`, or one the log shows it ran under) or input kinds: the checks
-    an `unknown` verdict adds for a run one of them is seen in, where it keeps what the logs
-    lack (each rank's own output, the scheduler's accounting, a node's worker logs, a crashed
-    container's output before its restart)."""
+    """Launchers (`launcher.tool`, or one the log shows it ran under), hosting platforms
+    (`platform.name`) or input kinds: the checks an `unknown` verdict adds for a run one of them
+    is seen in, where it keeps what the logs lack (each rank's own output, the scheduler's
+    accounting, a node's worker logs, a crashed container's output before its restart, a hosted
+    app's own logs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -590,7 +591,7 @@ def load_rule_file(path: Path) -> Rule:
 
 
 def _unknown_with(value: object, path: str) -> tuple[str, ...]:
-    """A block's `unknown_with`: a launcher or an input kind, or a list of them."""
+    """A block's `unknown_with`: a launcher, a platform or an input kind, or a list of them."""
     if value is None:
         return ()
     values = [value] if isinstance(value, str) else value
@@ -599,7 +600,10 @@ def _unknown_with(value: object, path: str) -> tuple[str, ...]:
     for name in values:
         if name not in UNKNOWN_WITH_NAMES:
             names = ", ".join(UNKNOWN_WITH_NAMES)
-            message = f"`unknown_with` names a launcher or an input kind ({names}), not {name!r}"
+            message = (
+                f"`unknown_with` names a launcher, a platform or an input kind ({names}), "
+                f"not {name!r}"
+            )
             raise PatternError(path, message)
     return tuple(values)
 
