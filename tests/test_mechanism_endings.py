@@ -17,6 +17,7 @@ import test_db_mechanisms
 import test_dd_mechanisms
 import test_df_mechanisms
 import test_dg_mechanisms
+import test_di_mechanisms
 from crashlens.model import Ending
 from mechanism_helpers import ending_of, log_report
 
@@ -28,6 +29,7 @@ TABLES = {
     "dd": test_dd_mechanisms.LOGS_AND_ENDINGS,
     "df": test_df_mechanisms.LOGS_AND_ENDINGS,
     "dg": test_dg_mechanisms.LOGS_AND_ENDINGS,
+    "di": test_di_mechanisms.LOGS_AND_ENDINGS,
 }
 CASES = [
     pytest.param(name, text, ending, id=f"{batch}-{name}")

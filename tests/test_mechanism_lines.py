@@ -15,6 +15,7 @@ import test_cz_mechanisms
 import test_db_mechanisms
 import test_dd_mechanisms
 import test_df_mechanisms
+import test_di_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -27,6 +28,7 @@ TABLES = {
     "db": test_db_mechanisms.LINES_AND_RULES,
     "dd": test_dd_mechanisms.LINES_AND_RULES,
     "df": test_df_mechanisms.LINES_AND_RULES,
+    "di": test_di_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")

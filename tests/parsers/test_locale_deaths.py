@@ -79,6 +79,13 @@ def test_each_translated_text_of_the_catalog_is_a_detector_word() -> None:
             "./go.sh: Zeile 3:   771 Abgebrochen (Speicherabzug geschrieben) python eval.py",
             "SIGABRT",
         ),
+        # bash translates `line` but may leave the signal's word to an untranslated strsignal
+        (
+            "./webui.sh: riga 24:  8612 Killed                  python launch.py --web",
+            "SIGKILL",
+        ),
+        ("train.sh: línea 12:  4410 Killed                  python train.py", "SIGKILL"),
+        ("./run.sh: строка 7: 19022 Killed                  torchrun train.py", "SIGKILL"),
         # the English form of the same script report
         (
             "/var/spool/slurmd/job4417/slurm_script: line 9: 5120 Killed      python fit.py",

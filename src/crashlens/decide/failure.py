@@ -58,6 +58,7 @@ from crashlens.decide.stop_order import (
     STOPPED_PBS,
     FailureFirst,
     cause_level,
+    failed_request,
     failure_before_stop,
     outlived_call_stop,
     progress_of,
@@ -199,7 +200,8 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     index = rule_index(rules if rules is not None else shipped_rules())
     stops = [
         s for s in stops if not outlived_call_stop(s.fact, hits, index.failure, index.knock_on)
-    ]
+    ]  # and a server's summary of a request that failed is no finish
+    finishes = [s for s in finishes if not failed_request(s.fact, facts, hits, index.failure)]
     if _scheduler_stopped(stops):
         # A scheduler's stop ends with SIGKILL after the grace period: that kill is the stop.
         stops += [s for s in deaths if _is_stop_kill(s)]

@@ -40,7 +40,7 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   a `process.exit_code` with attr `lsf_term` (that reason).
 * `launcher.completed` (see the package docstring): the run's completion line, in any log: a
   line of the finish signs' catalog (`finish_signs.py`, `tables/finish_signs.toml`); attrs
-  scope, tool.
+  scope, tool, request (a server's summary of one request, printed after a failed one too).
 * `slurm.pending`: str the reason `squeue` gives for a job it shows pending (`PD`, `squeue.py`);
   attrs job, partition, failed_before (the reason records a failure: a launch that failed).
 * `dcgm.diag_message`, `dcgm.test_failed`: DCGM's diagnostic table (`dcgmi diag`) in the log,
@@ -142,10 +142,18 @@ SHELL_JOB = re.compile(
     rf"({_WORDS}|abort){_CORE}(?:[ \t]{{2,}}[^ \t\n]|[ \t]*$)",
     re.IGNORECASE,
 )
+_LINE_WORD = (
+    r"行|строка|рядок|\b(?:line|Zeile|ligne|riga|línea|línia|linha|linia|regel|rad|řádek|riadok"
+    r"|rivi|linje|sor|satır)"
+)
+"""`line` in bash's `%s: line %d: ` as its message catalogs translate it (zh_CN/ja, de, fr, it,
+es, ca, pt, pl/ro, nl, sv, cs, sk, fi, da/nb, hu, tr, ru, uk): the report is printed in the
+user's locale, the signal word too. (The Cyrillic and CJK words stand before `\b`: Hyperscan's
+word boundary is ASCII, and the rule library's `host-oom-shell-killed` lists the same words.)"""
 SHELL_SCRIPT = re.compile(
     # a non-interactive bash's report on a script's command (`run.sh: line 28:  8156 Killed
-    # python3 main.py`), `line` translated like the signal word (zh_CN/ja 行, de Zeile, fr ligne)
-    r"(?:\bline|行|\bZeile|\bligne) [0-9]+:[ \t]+([0-9]+)[ \t]+"
+    # python3 main.py`, `invoke.sh: riga 24:  8612 Killed  python ...`)
+    rf"(?:{_LINE_WORD}) [0-9]+:[ \t]+([0-9]+)[ \t]+"
     rf"({_WORDS}){_CORE}[ \t]+[^ \t\n]"
 )
 SHELL_PIPELINE = re.compile(
@@ -594,8 +602,10 @@ class DeathSigns(AnchoredCollector):
         if sign.scope == "run":
             self.run_completed = True
         self.singles.pop("launcher.completed", None)
-        scope = "run" if self.run_completed else "process"
-        self.keep_first("launcher.completed", True, line, scope=scope, tool=sign.tool)
+        scope, request = ("run", False) if self.run_completed else ("process", sign.per_request)
+        self.keep_first(
+            "launcher.completed", True, line, scope=scope, tool=sign.tool, request=request
+        )
 
     def on_squeue_pending(self, line: Line) -> None:
         if (job := pending_job(line.text)) is not None:
@@ -676,7 +686,7 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # opening made Hyperscan start a check at every `] ` of a line, a third of the whole
     # library's scan time on launcher lines; SHELL_JOB re-checks it)
     Anchor(rf"(?i:(?:{_WORDS}|abort){_CORE}(?:[ \t][ \t]|[ \t]*$))", D.on_shell_word),
-    Anchor(rf"(?:line|行|Zeile|ligne) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
+    Anchor(rf"(?:{_LINE_WORD}) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
     # bash's report of a pipeline's later command (`   134 Killed   | python3 main.py`)
     Anchor(rf"[0-9][ \t]+(?:{_WORDS}){_CORE}[ \t]+\|[ \t]*[^ \t\n]", D.on_shell_word),
     # a line that shows the job ran in a Docker container

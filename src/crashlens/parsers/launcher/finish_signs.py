@@ -31,7 +31,9 @@ from crashlens.text.literals import required_literals
 Scope = Literal["run", "process"]
 SCOPES: tuple[Scope, ...] = ("run", "process")
 _HEADER_FIELDS = frozenset({"name", "title", "sources"})
-_ENTRY_FIELDS = frozenset({"id", "tool", "pattern", "scope", "source", "example", "full_count"})
+_ENTRY_FIELDS = frozenset(
+    {"id", "tool", "pattern", "scope", "source", "example", "full_count", "per_request"}
+)
 _COUNT_GROUPS = ("done", "total")
 """The named groups of a `full_count` entry's pattern: a progress bar's `done/total`."""
 
@@ -52,6 +54,10 @@ class FinishSign:
     """A progress bar's wording (`Training Progress: 100%|####| 5/5`): a finish only where a
     match's `done` count equals its `total`. tqdm rounds its percentage (199/200 prints
     `100%`), so the counts decide, not the percentage."""
+    per_request: bool = False
+    """The line sums up one request of a server that goes on, and is printed after a failed
+    request too (ComfyUI's `Prompt executed in ...`): no finish where a failure line comes
+    before it in the same log (`decide.stop_order.failed_request`)."""
 
     def found_in(self, text: str) -> bool:
         """Whether the text holds the wording (searched in linear time: `text.linear`), and
@@ -129,6 +135,9 @@ def _sign(entry: object, index: int, path: str) -> FinishSign:
     if full_count and set(_COUNT_GROUPS) - set(regex.groupindex):
         message = "a `full_count` pattern needs the groups (?P<done>) and (?P<total>)"
         raise fail(path, where, message)
+    per_request = entry.get("per_request", False)
+    if not isinstance(per_request, bool) or (per_request and scope != "process"):
+        raise fail(path, where, "field `per_request` must be true or false (true: scope process)")
     example = _text(entry, "example", where, path)
     if not regex.search(example):
         raise fail(path, where, "field `example` must be a line the pattern finds")
@@ -140,6 +149,7 @@ def _sign(entry: object, index: int, path: str) -> FinishSign:
         source=_url(entry, "source", where, path),
         example=example,
         full_count=full_count,
+        per_request=per_request,
     )
 
 
