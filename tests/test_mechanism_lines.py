@@ -16,6 +16,7 @@ import test_db_mechanisms
 import test_dd_mechanisms
 import test_df_mechanisms
 import test_di_mechanisms
+import test_dj_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -29,6 +30,7 @@ TABLES = {
     "dd": test_dd_mechanisms.LINES_AND_RULES,
     "df": test_df_mechanisms.LINES_AND_RULES,
     "di": test_di_mechanisms.LINES_AND_RULES,
+    "dj": test_dj_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")
