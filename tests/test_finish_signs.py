@@ -217,6 +217,9 @@ def _table(**changes: object) -> dict[str, Any]:
         ({"meaning": "extra"}, "unknown fields"),
         ({"full_count": "yes"}, "full_count"),
         ({"full_count": True}, "groups"),
+        ({"per_request": "yes"}, "per_request"),
+        # a run's finish is no request's summary: only a process-scope line may be one
+        ({"per_request": True}, "per_request"),
     ],
 )
 def test_a_bad_entry_names_its_field(changes: dict[str, object], field: str) -> None:

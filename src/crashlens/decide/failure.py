@@ -200,7 +200,8 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     index = rule_index(rules if rules is not None else shipped_rules())
     stops = [
         s for s in stops if not outlived_call_stop(s.fact, hits, index.failure, index.knock_on)
-    ]  # and a server's summary of a request that failed is no finish
+    ]
+    # Nor is a server's summary of one request a finish after that request failed.
     finishes = [s for s in finishes if not failed_request(s.fact, facts, hits, index.failure)]
     if _scheduler_stopped(stops):
         # A scheduler's stop ends with SIGKILL after the grace period: that kill is the stop.

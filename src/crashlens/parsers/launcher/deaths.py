@@ -146,10 +146,11 @@ _LINE_WORD = (
     r"行|строка|рядок|\b(?:line|Zeile|ligne|riga|línea|línia|linha|linia|regel|rad|řádek|riadok"
     r"|rivi|linje|sor|satır)"
 )
-"""`line` in bash's `%s: line %d: ` as its message catalogs translate it (zh_CN/ja, de, fr, it,
-es, ca, pt, pl/ro, nl, sv, cs, sk, fi, da/nb, hu, tr, ru, uk): the report is printed in the
-user's locale, the signal word too. (The Cyrillic and CJK words stand before `\b`: Hyperscan's
-word boundary is ASCII, and the rule library's `host-oom-shell-killed` lists the same words.)"""
+"""`line` in bash's `%s: line %d: ` in the user's locale (zh_CN/ja, de, fr, it, es, ca, pt, pl/ro,
+nl, sv, cs, sk, fi, da/nb, hu, tr, ru, uk): bash translates the word, while the signal's word
+may stay English (`riga 24:  8612 Killed`). A locale missing here reads as no death line, never
+as a wrong one. (The Cyrillic and CJK words stand before `\b`: Hyperscan's word boundary is
+ASCII; the rule library's `host-oom-shell-killed` lists the same words.)"""
 SHELL_SCRIPT = re.compile(
     # a non-interactive bash's report on a script's command (`run.sh: line 28:  8156 Killed
     # python3 main.py`, `invoke.sh: riga 24:  8612 Killed  python ...`)
