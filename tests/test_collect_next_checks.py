@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from crashlens.decide.remedy import SOURCE_CHECKS, sources_of
 from crashlens.model import Action, Fact, InputAnalysis, InputKind, InputState, InputStatus
 from crashlens.parsers.launcher.tools import PLATFORM_NAMES, TOOL_NAMES
@@ -97,7 +99,8 @@ def test_sources_are_the_launchers_seen_then_the_kinds_read() -> None:
 def test_every_block_names_a_launcher_a_platform_or_an_input_kind() -> None:
     known = set(TOOL_NAMES) | set(PLATFORM_NAMES) | {kind.value for kind in InputKind}
     assert set(SOURCE_CHECKS) <= known
-    wanted = {"torchrun", "deepspeed", "mpirun", "slurm", "ray", "hf-spaces", "kubectl_json"}
+    wanted = {"torchrun", "deepspeed", "mpirun", "slurm", "ray", "kubectl_json"}
+    wanted |= {"hf-spaces", "colab", "kaggle"}
     assert wanted <= set(SOURCE_CHECKS)
 
 
@@ -133,3 +136,63 @@ def test_a_spaces_lines_name_the_platform_in_any_log(tmp_path: Path) -> None:
 def test_a_run_without_a_spaces_line_names_no_platform(tmp_path: Path) -> None:
     (tmp_path / "train.log").write_text(TORCHRUN, encoding="utf-8")
     assert "hf-spaces" not in sources_of(analyze_inputs([str(tmp_path)]))
+
+
+_COLAB_STOP = (
+    "steps:  12%|#2        | 1210/10000 [1:02:11<7:31:40,  3.08s/it, loss=0.211]\n"
+    "Traceback (most recent call last):\n"
+    '  File "/content/sd-scripts/train_network.py", line 1012, in <module>\n'
+    "    trainer.train(args)\n"
+    "FileNotFoundError: Caught FileNotFoundError in DataLoader worker process 0.\n"
+)
+
+
+def test_a_colab_run_asks_about_its_drive_mount_and_runtime(tmp_path: Path) -> None:
+    report = log_report(tmp_path / "colab", _COLAB_STOP)
+    assert report.verdict.value == "unknown"
+    assert "Google Drive mount" in report.next_checks[0].text
+
+
+@pytest.mark.parametrize(
+    ("line", "platform"),
+    [
+        ("Mounted at /content/drive\n", "colab"),
+        (
+            '  File "/usr/local/lib/python3.11/dist-packages/google/colab/_shell.py", line 9\n',
+            "colab",
+        ),
+        (
+            "FileNotFoundError: [Errno 2] No such file: '/content/drive/MyDrive/data/x.npy'\n",
+            "colab",
+        ),
+        ("Saving checkpoint to /kaggle/working/ckpt/step-500\n", "kaggle"),
+        ("Loading images from /kaggle/input/cassava/train_images\n", "kaggle"),
+    ],
+)
+def test_a_notebook_platforms_lines_name_it(tmp_path: Path, line: str, platform: str) -> None:
+    (tmp_path / "notebook.log").write_text(line, encoding="utf-8")
+    assert platform in sources_of(analyze_inputs([str(tmp_path)]))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a container's or a host's own /content folder, named outside a traceback's frames
+        "Copying outputs to /content/results\n",
+        "kaggle competitions download -c titanic\n",
+    ],
+)
+def test_a_path_alone_names_no_notebook_platform(tmp_path: Path, line: str) -> None:
+    (tmp_path / "train.log").write_text(line, encoding="utf-8")
+    assert not {"colab", "kaggle"} & set(sources_of(analyze_inputs([str(tmp_path)])))
+
+
+def test_a_colab_log_that_stops_asks_for_the_runtimes_state(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path / "colab-stops",
+        "Loading dataset from /content/drive/MyDrive/ds\n"
+        "epoch 3:  41%|####1     | 205/500 [01:02<01:30,  3.27it/s]\n",
+    )
+    assert report.assessment is not None
+    assert "View resources" in report.assessment.reason
+    assert "sacct" not in report.assessment.reason

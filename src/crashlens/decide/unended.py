@@ -61,7 +61,7 @@ from crashlens.decide.never_started import never_allocated, never_scheduled
 from crashlens.decide.peer_wait import PEER_WAIT_RULES, PROGRESS_KEYS
 from crashlens.decide.stop_order import progress_of, went_on
 from crashlens.model import Assessment, Ending, Fact, Hit, InputKind, Role
-from crashlens.parsers.launcher.tools import HF_SPACES
+from crashlens.parsers.launcher.tools import COLAB, HF_SPACES, KAGGLE
 from crashlens.parsers.tables import CatalogEntry
 from crashlens.text.clip import shortened
 
@@ -83,6 +83,17 @@ COLLECT_ON = {
         "collect the Space's own container log from before its restart (the Logs button on "
         "its page) and note its hardware tier's RAM, GPU memory and disk: a Space the platform "
         "stopped at one of them shows only a status line"
+    ),
+    COLAB: (
+        "collect the notebook's full cell output and the runtime's state (Runtime, View "
+        "resources: RAM, disk, GPU memory), and check that a Google Drive mount the job read "
+        "from is still there (`ls /content/drive`): a runtime that ran out of RAM, reached its "
+        "session limit or lost its Drive mount leaves no node or scheduler record to ask"
+    ),
+    KAGGLE: (
+        "collect the notebook's full output and its session's resource panel (RAM, disk, "
+        "GPU memory and the session's time used): a session stopped at one of its limits "
+        "leaves no node or scheduler record to ask"
     ),
 }
 """The same for a job a platform hosted (`platform.name`): it has no node or scheduler of its

@@ -5,7 +5,11 @@ run dmesg or sacct on, only the platform's logs and its hardware tier.
 * `platform.name`: str the platform, the first line that names it (`PLATFORM_NAMES`):
   `hf-spaces`, a Hugging Face Space, by the status its page shows (`Memory limit exceeded
   (16Gi)`, `Space evicted, storage limit exceeded`, `launch timed out, space was not healthy`),
-  ZeroGPU's `GPU task aborted`, and the frames of its `spaces` package (`spaces/zero/`).
+  ZeroGPU's `GPU task aborted`, and the frames of its `spaces` package (`spaces/zero/`);
+  `colab`, a Google Colab runtime, by its paths (`/content/drive/`, the notebook's `/content/`
+  working folder in a traceback's frames) and the `google.colab` package's frames or its
+  `Mounted at /content/drive`; `kaggle`, a Kaggle notebook, by its `/kaggle/working` and
+  `/kaggle/input` folders.
 
 Read from any text log: the launcher collector and the plain-text one share these anchors (a
 Space's status line is pasted alone as often as inside its container log).
@@ -17,11 +21,19 @@ from typing import Any
 
 from crashlens.model import Line
 from crashlens.parsers.base import Anchor, AnchoredCollector
-from crashlens.parsers.launcher.tools import HF_SPACES
+from crashlens.parsers.launcher.tools import COLAB, HF_SPACES, KAGGLE
 
 
 def on_hf_space(collector: AnchoredCollector, line: Line) -> None:
     collector.keep_first("platform.name", HF_SPACES, line)
+
+
+def on_colab(collector: AnchoredCollector, line: Line) -> None:
+    collector.keep_first("platform.name", COLAB, line)
+
+
+def on_kaggle(collector: AnchoredCollector, line: Line) -> None:
+    collector.keep_first("platform.name", KAGGLE, line)
 
 
 PLATFORM_ANCHORS: tuple[Anchor[Any], ...] = (
@@ -31,5 +43,13 @@ PLATFORM_ANCHORS: tuple[Anchor[Any], ...] = (
         on_hf_space,
         settles=("platform.name",),
     ),
+    # (a frame's `File "/content/...`: the runtime's working folder, where notebooks clone and
+    # run their scripts; `/content` alone in prose or a Docker volume is not enough)
+    Anchor(
+        r"/content/drive/|File \"/content/|/google/colab/|Mounted at /content/",
+        on_colab,
+        settles=("platform.name",),
+    ),
+    Anchor(r"/kaggle/(?:working|input)/", on_kaggle, settles=("platform.name",)),
 )
-"""A Hugging Face Space's own status lines and frames."""
+"""A hosting platform's own status lines, frames and folders (the first one found names it)."""

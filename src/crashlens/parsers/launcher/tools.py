@@ -76,5 +76,9 @@ TOOL_NAMES = tuple(tool.name for tool in TOOLS)
 
 HF_SPACES = "hf-spaces"
 """A Hugging Face Space (`platform_lines.py`)."""
-PLATFORM_NAMES = (HF_SPACES,)
+COLAB = "colab"
+"""A Google Colab notebook's runtime (`platform_lines.py`)."""
+KAGGLE = "kaggle"
+"""A Kaggle notebook's session (`platform_lines.py`)."""
+PLATFORM_NAMES = (HF_SPACES, COLAB, KAGGLE)
 """Every `platform.name` value: where a job was hosted, when the platform's own lines say so."""
