@@ -70,14 +70,17 @@ _WEBUI_FAILED_THEN_REPLY = (
 # read by tests/test_mechanism_endings.py
 LOGS_AND_ENDINGS = [
     ("comfyui-prompts-executed", _COMFY_PROMPTS, Ending.COMPLETED),
-    # no finish: the summary follows the failed prompt's traceback (the server goes on)
-    ("comfyui-failed-prompt-executed", _COMFY_FAILED, Ending.UNKNOWN),
-    # no finish either where the reply had tokens: its summary comes after a failure line
-    ("webui-failed-then-reply", _WEBUI_FAILED_THEN_REPLY, Ending.UNKNOWN),
+    # no finish: the summary follows the failed prompt's traceback, and shows that the
+    # request failed (the server goes on)
+    ("comfyui-failed-prompt-executed", _COMFY_FAILED, Ending.DIED),
+    # the same where the reply had tokens: its summary comes after a failure line
+    ("webui-failed-then-reply", _WEBUI_FAILED_THEN_REPLY, Ending.DIED),
 ]
 
 
 def test_a_failed_prompt_is_its_failure_not_a_healthy_run(tmp_path: Path) -> None:
     report = log_report(tmp_path / "comfyui", _COMFY_FAILED)
-    assert ending_of(report) is Ending.UNKNOWN
+    assert ending_of(report) is Ending.DIED
+    assert report.assessment is not None and report.assessment.sign is not None
+    assert "Prompt executed" in report.assessment.sign.text
     assert str(report.verdict) == "gpu_oom"

@@ -45,11 +45,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from crashlens.decide.catalog_last_line import catalog_error, cut_catalog_error
 from crashlens.decide.cuda_unloading import SAYS as UNLOADING_SAYS
 from crashlens.decide.cuda_unloading import shows_unloading
+from crashlens.decide.ending_signs import (
+    Sign,
+    alarming,
+    alarms,
+    completed,
+    place,
+    position,
+    stop_harmless,
+)
 from crashlens.decide.ignored import LIFESPAN_SAYS, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
@@ -150,12 +158,14 @@ tears modules down, so the globals the finalizer uses are already None (the warn
 LAST_WORDS = frozenset({"said-finished", "said-exiting", "prompt-returned"})
 """Finish signs read from the wording of a log's last output (`decide.last_output`), and the
 shell's prompt back after it: none counts once a failure is in view."""
-MAX_HARMLESS = 8
-"""Alarming lines listed as harmless, at most (then a count)."""
 
 _Add = Callable[[Ending, str, str], None]
 """Records one sign of the fact being read: its ending, kind and what it says."""
 
+FAILED_REQUEST_SAYS = (
+    "the server summed up a request after that request's failure (it went on to the next)"
+)
+"""What a request summary after its failure shows (`stop_order.failed_request`)."""
 DEATH_SIGNS = (
     "state",
     "signal",
@@ -167,18 +177,6 @@ DEATH_SIGNS = (
     "cut",
 )
 """Kinds of death sign, most telling first: the report names the best one found."""
-
-
-@dataclass(frozen=True, slots=True)
-class Sign:
-    """One fact that shows how the run ended."""
-
-    ending: Ending
-    kind: str
-    """For a death: one of `DEATH_SIGNS`; for a finish or a stop: what it is."""
-    fact: Fact
-    says: str
-    """What the line shows, as a clause (`the process was killed by SIGBUS`)."""
 
 
 def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = None) -> Assessment:
@@ -201,15 +199,18 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     stops = [
         s for s in stops if not outlived_call_stop(s.fact, hits, index.failure, index.knock_on)
     ]
-    # Nor is a server's summary of one request a finish after that request failed.
-    finishes = [s for s in finishes if not failed_request(s.fact, facts, hits, index.failure)]
+    # A server's summary of one request after that request failed is no finish: it shows the
+    # request failed (the server went on), and the failure line before it says why.
+    failed = [s for s in finishes if failed_request(s.fact, facts, hits, index.failure)]
+    finishes = [s for s in finishes if s not in failed]
+    deaths += [Sign(Ending.DIED, "report", s.fact, FAILED_REQUEST_SAYS) for s in failed]
     if _scheduler_stopped(stops):
         # A scheduler's stop ends with SIGKILL after the grace period: that kill is the stop.
         stops += [s for s in deaths if _is_stop_kill(s)]
     # A line that shows a stop (`srun: error: task 0: Terminated`) is that stop, whatever
     # else its shape says.
-    stop_lines = {_position(s) for s in stops}
-    deaths = [s for s in deaths if _position(s) not in stop_lines]
+    stop_lines = {position(s) for s in stops}
+    deaths = [s for s in deaths if position(s) not in stop_lines]
     # A dying message that shows CUDA already unloaded is a destructor's at exit: an exit.
     unloading = [
         s
@@ -222,11 +223,11 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     # finalization) happened after the program's work had returned; not where a failure is
     # in view, whose teardown crashes the same way (a CUDA error freed at exit).
     exit_paths = _exit_path_crashes(facts)
-    in_teardown = [s for s in deaths if _position(s) in exit_paths]
+    in_teardown = [s for s in deaths if position(s) in exit_paths]
     if in_teardown and not _failure_in_view(facts, hits, rules):
         deaths = [s for s in deaths if s not in in_teardown]
         finishes += [
-            Sign(Ending.COMPLETED, "exiting", s.fact, _exit_path_says(exit_paths[_position(s)]))
+            Sign(Ending.COMPLETED, "exiting", s.fact, _exit_path_says(exit_paths[position(s)]))
             for s in in_teardown
         ]
     # Python exits the same way after an uncaught exception: with one in view, no finish.
@@ -248,11 +249,11 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     if runs:
         after = _errors_after_finish(runs, deaths, facts, hits)
         if not after:
-            return _completed(runs, _alarms(deaths + stops, hits))
+            return completed(runs, alarms(deaths + stops, hits))
         deaths = after
     elif finishes and not deaths and not stops:
         # A clean exit counts only when no other process died (one rank of many may exit 0).
-        return _completed(finishes, _alarms(teardown, hits))
+        return completed(finishes, alarms(teardown, hits))
     if deaths:
         best = min(deaths, key=_telling)
         others = len({(s.fact.path, s.fact.lineno) for s in deaths}) - 1
@@ -267,12 +268,12 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     if stops and (waiting := stopped_waiting(facts, hits)) is not None:
         return waiting
     if stops:
-        best = min(stops, key=_position)
+        best = min(stops, key=position)
         return Assessment(
             ending=Ending.STOPPED,
             sign=best.fact.cited(best.says),
             reason=f"The run was stopped from outside, not by a failure: {best.says}.",
-            harmless=tuple(_stop_harmless(_alarms(_alarming(stops), hits), best)),
+            harmless=tuple(stop_harmless(alarms(alarming(stops), hits), best)),
         )
     return without_ending(facts, hits, kinds, index.failure)
 
@@ -324,7 +325,7 @@ def _died_before_stop(first: FailureFirst, stops: Sequence[Sign]) -> Assessment:
     stop = next((s for s in stops if s.fact is first.stop), None)
     stopped = f" ({stop.says})" if stop is not None else ""
     same_log = first.stop.path == cause.path and first.stop.lineno is not None
-    where = f"line {first.stop.lineno}" if same_log else _place(first.stop.path, first.stop.lineno)
+    where = f"line {first.stop.lineno}" if same_log else place(first.stop.path, first.stop.lineno)
     says = f"a failure line ({cause.rule_id}) came before the stop at {where}"
     return Assessment(
         ending=Ending.DIED,
@@ -720,80 +721,9 @@ def _final_record(sign: Sign) -> bool:
     return item.key == "slurm.state" and item.attr("step") is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Alarm:
-    """An alarming line of a run judged to have ended well: where, and what it shows."""
-
-    path: str
-    lineno: int | None
-    says: str
-
-
-def _alarms(signs: Sequence[Sign], hits: Sequence[Hit]) -> list[Alarm]:
-    """The death signs and the failure lines the rules matched, once per line, in order."""
-    found = [Alarm(s.fact.path, s.fact.lineno, s.says) for s in signs]
-    found += [
-        Alarm(h.path, h.lineno, f"`{shortened(h.text.strip(), 80)}` ({h.rule_id})")
-        for h in hits
-        if h.role is not Role.CONTEXT and not h.against
-    ]
-    kept: dict[tuple[str, int | None], Alarm] = {}
-    for alarm in found:
-        kept.setdefault((alarm.path, alarm.lineno), alarm)
-    return sorted(kept.values(), key=lambda a: (a.path, a.lineno or 0))
-
-
-def _completed(finishes: Sequence[Sign], alarms: Sequence[Alarm]) -> Assessment:
-    best = max(finishes, key=_position)
-    harmless = []
-    for alarm in alarms:
-        if (alarm.path, alarm.lineno) == (best.fact.path, best.fact.lineno):
-            continue
-        ends = [f.fact.lineno or 0 for f in finishes if f.fact.path == alarm.path and f.fact.lineno]
-        if ends and (alarm.lineno or 0) > max(ends):
-            why = "after the run had finished: teardown (finalizers, interpreter exit)"
-        elif ends and alarm.lineno is not None:
-            why = "before the run finished: the run went on from it"
-        else:
-            why = "the run's own output says it finished: teardown or another process"
-        harmless.append(f"{_place(alarm.path, alarm.lineno)}: {alarm.says}; {why}.")
-    more = len(harmless) - MAX_HARMLESS
-    listed = harmless[:MAX_HARMLESS] + ([f"... and {more} more such lines."] if more > 0 else [])
-    return Assessment(
-        ending=Ending.COMPLETED,
-        sign=best.fact.cited(best.says),
-        reason=f"The run finished normally: {best.says}.",
-        harmless=tuple(listed),
-    )
-
-
-def _alarming(stops: Sequence[Sign]) -> list[Sign]:
-    """The stop signs that look like a failure (a kill after the grace period); the stop's
-    own lines (`CANCELLED`, SIGTERM) need no excuse."""
-    return [s for s in stops if s.kind not in ("scheduler", "interrupt")]
-
-
-def _stop_harmless(alarms: Sequence[Alarm], best: Sign) -> list[str]:
-    listed = [
-        f"{_place(a.path, a.lineno)}: {a.says}; part of the stop or before it, not a failure."
-        for a in alarms
-        if (a.path, a.lineno) != (best.fact.path, best.fact.lineno)
-    ]
-    more = len(listed) - MAX_HARMLESS
-    return listed[:MAX_HARMLESS] + ([f"... and {more} more such lines."] if more > 0 else [])
-
-
 def _telling(sign: Sign) -> tuple[int, str, int]:
     return (DEATH_SIGNS.index(sign.kind), sign.fact.path, sign.fact.lineno or 0)
 
 
-def _position(sign: Sign) -> tuple[str, int]:
-    return (sign.fact.path, sign.fact.lineno or 0)
-
-
 def _where(item: Fact) -> str:
-    return _place(item.path, item.lineno)
-
-
-def _place(path: str, lineno: int | None) -> str:
-    return f"{path}:{lineno}" if lineno is not None else path
+    return place(item.path, item.lineno)
