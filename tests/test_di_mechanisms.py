@@ -59,6 +59,22 @@ _COMFY_FAILED = (
     "\n"
     "Prompt executed in 3.91 seconds\n"
 )
+_COMFY_NODE_IMPORT_FAILED = (
+    "Traceback (most recent call last):\n"
+    '  File "/opt/comfy/nodes.py", line 1906, in load_custom_node\n'
+    "    module_spec.loader.exec_module(module)\n"
+    "ModuleNotFoundError: No module named 'onnxruntime'\n"
+    "\n"
+    "Cannot import /opt/comfy/custom_nodes/ComfyUI-Seg module for custom nodes: No module named"
+    " 'onnxruntime'\n"
+    "Starting server\n"
+    "got prompt\n"
+    "100%|##########| 25/25 [00:05<00:00,  4.80it/s]\n"
+    "Prompt executed in 7.33 seconds\n"
+)
+_COMFY_FAILED_THEN_OK = _COMFY_FAILED + (
+    "got prompt\n100%|##########| 20/20 [00:04<00:00,  4.61it/s]\nPrompt executed in 5.12 seconds\n"
+)
 _WEBUI_FAILED_THEN_REPLY = (
     "Traceback (most recent call last):\n"
     '  File "/opt/webui/modules/text_generation.py", line 391, in generate_reply_HF\n'
@@ -75,6 +91,10 @@ LOGS_AND_ENDINGS = [
     ("comfyui-failed-prompt-executed", _COMFY_FAILED, Ending.DIED),
     # the same where the reply had tokens: its summary comes after a failure line
     ("webui-failed-then-reply", _WEBUI_FAILED_THEN_REPLY, Ending.DIED),
+    # a custom node that failed to import at start-up is no failure of the prompt after it
+    ("comfyui-node-import-failed-then-prompt", _COMFY_NODE_IMPORT_FAILED, Ending.COMPLETED),
+    # nor is a failed prompt one of the next prompt, which the server summed up after it
+    ("comfyui-failed-then-next-prompt-executed", _COMFY_FAILED_THEN_OK, Ending.COMPLETED),
 ]
 
 

@@ -220,6 +220,9 @@ def _table(**changes: object) -> dict[str, Any]:
         ({"per_request": "yes"}, "per_request"),
         # a run's finish is no request's summary: only a process-scope line may be one
         ({"per_request": True}, "per_request"),
+        # a request's opening line belongs to an entry that sums up requests
+        ({"opens": "Run started"}, "opens"),
+        ({"scope": "process", "per_request": True, "opens": r"got\s+prompt"}, "opens"),
     ],
 )
 def test_a_bad_entry_names_its_field(changes: dict[str, object], field: str) -> None:

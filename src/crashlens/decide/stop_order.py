@@ -166,19 +166,20 @@ def failed_request(
     finish: Fact, facts: Sequence[Fact], hits: Sequence[Hit], failure_rules: frozenset[str]
 ) -> bool:
     """Whether `finish` is a server's summary of one request (attr `request`, the finish signs'
-    `per_request`) with a failure before it in the same log: an exception's last line, or a
+    `per_request`) with a failure within that request, in the same log: after the line that
+    opened it or the request summed up before (attr `since`), an exception's last line or a
     line a failure rule reads (any weight: a request's device loss is a symptom). The summary
     is printed after a failed request too, so it shows the server went on, not that the work
     succeeded."""
     if finish.attr("request") is not True or finish.lineno is None:
         return False
-    before = finish.lineno
+    since, before = int(finish.attr("since") or 0), finish.lineno
     return any(
-        f.path == finish.path and f.key == "python.exception" and (f.lineno or 0) < before
+        f.path == finish.path and f.key == "python.exception" and since < (f.lineno or 0) < before
         for f in facts
     ) or any(
         hit.path == finish.path
-        and (hit.lineno or 0) < before
+        and since < (hit.lineno or 0) < before
         and not hit.against
         and hit.role is not Role.CONTEXT
         and hit.rule_id in failure_rules

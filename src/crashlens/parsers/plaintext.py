@@ -15,8 +15,9 @@ from crashlens.parsers.base import LogCollector, LogParser, patterns_of
 from crashlens.parsers.launcher.build_lines import BUILD_ANCHORS
 from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
 from crashlens.parsers.launcher.platform_lines import PLATFORM_ANCHORS
+from crashlens.parsers.launcher.request_lines import REQUEST_ANCHORS
 
-_TABLE = (*DEATH_ANCHORS, *BUILD_ANCHORS, *PLATFORM_ANCHORS)
+_TABLE = (*DEATH_ANCHORS, *BUILD_ANCHORS, *PLATFORM_ANCHORS, *REQUEST_ANCHORS)
 
 
 class PlainTextParser(LogParser):

@@ -31,6 +31,7 @@ from crashlens.parsers.launcher.platform_lines import PLATFORM_ANCHORS
 from crashlens.parsers.launcher.probes import HEADER as PROBE_HEADER
 from crashlens.parsers.launcher.probes import ProbeTracker
 from crashlens.parsers.launcher.report import MAX_REPORT_RECORDS, ReportReader
+from crashlens.parsers.launcher.request_lines import REQUEST_ANCHORS
 from crashlens.parsers.launcher.settings import ANCHOR as IFNAME_ANCHOR
 from crashlens.parsers.launcher.settings import MAX_SETTINGS, socket_ifname_settings
 from crashlens.parsers.launcher.signals import SIGNAL_RECEIVED, SIGNAL_WORDS, SIGNALS
@@ -754,5 +755,6 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     *DEATH_ANCHORS,
     # where the job was hosted, as the platform's own lines say (shared with plain text)
     *PLATFORM_ANCHORS,
+    *REQUEST_ANCHORS,
 )
 del L

@@ -40,7 +40,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   a `process.exit_code` with attr `lsf_term` (that reason).
 * `launcher.completed` (see the package docstring): the run's completion line, in any log: a
   line of the finish signs' catalog (`finish_signs.py`, `tables/finish_signs.toml`); attrs
-  scope, tool, request (a server's summary of one request, printed after a failed one too).
+  scope, tool, request (a server's summary of one request, printed after a failed one too),
+  since (`request_lines.py`).
 * `slurm.pending`: str the reason `squeue` gives for a job it shows pending (`PD`, `squeue.py`);
   attrs job, partition, failed_before (the reason records a failure: a launch that failed).
 * `dcgm.diag_message`, `dcgm.test_failed`: DCGM's diagnostic table (`dcgmi diag`) in the log,
@@ -91,6 +92,7 @@ from crashlens.parsers.launcher.messages import EXCEPTION_CHARS
 from crashlens.parsers.launcher.process_ends import process_ends
 from crashlens.parsers.launcher.progress import tail_progress
 from crashlens.parsers.launcher.prompt_return import prompt_returned
+from crashlens.parsers.launcher.request_lines import request_since
 from crashlens.parsers.launcher.signals import (
     ENGLISH_SIGNAL_WORDS,
     LOCALE_SIGNAL_WORDS,
@@ -602,10 +604,17 @@ class DeathSigns(AnchoredCollector):
             return
         if sign.scope == "run":
             self.run_completed = True
-        self.singles.pop("launcher.completed", None)
+        before = self.singles.pop("launcher.completed", None)
         scope, request = ("run", False) if self.run_completed else ("process", sign.per_request)
+        since = request_since(self.singles, before) if request else None
         self.keep_first(
-            "launcher.completed", True, line, scope=scope, tool=sign.tool, request=request
+            "launcher.completed",
+            True,
+            line,
+            scope=scope,
+            tool=sign.tool,
+            request=request,
+            since=since,
         )
 
     def on_squeue_pending(self, line: Line) -> None:

@@ -32,7 +32,7 @@ Scope = Literal["run", "process"]
 SCOPES: tuple[Scope, ...] = ("run", "process")
 _HEADER_FIELDS = frozenset({"name", "title", "sources"})
 _ENTRY_FIELDS = frozenset(
-    {"id", "tool", "pattern", "scope", "source", "example", "full_count", "per_request"}
+    {"id", "tool", "pattern", "scope", "source", "example", "full_count", "per_request", "opens"}
 )
 _COUNT_GROUPS = ("done", "total")
 """The named groups of a `full_count` entry's pattern: a progress bar's `done/total`."""
@@ -58,6 +58,9 @@ class FinishSign:
     """The line sums up one request of a server that goes on, and is printed after a failed
     request too (ComfyUI's `Prompt executed in ...`): no finish where a failure line comes
     before it in the same log (`decide.stop_order.failed_request`)."""
+    opens: str | None = None
+    """A `per_request` entry's line that opens a request (ComfyUI's `got prompt`), line-safe
+    like `pattern`: only a failure after it (or after the request before) is the request's."""
 
     def found_in(self, text: str) -> bool:
         """Whether the text holds the wording (searched in linear time: `text.linear`), and
@@ -97,18 +100,18 @@ def _url(data: dict[str, Any], key: str, where: str, path: str) -> str:
     return value
 
 
-def _check(pattern: str, where: str, path: str) -> re.Pattern[str]:
+def _check(pattern: str, where: str, path: str, field: str = "pattern") -> re.Pattern[str]:
     """The compiled fragment, once it is line-safe, one wording, and has a prefilter hook."""
     try:
         regex = re.compile(pattern)
     except re.error as error:
-        raise fail(path, where, f"field `pattern` does not compile: {error}") from None
+        raise fail(path, where, f"field `{field}` does not compile: {error}") from None
     bare = re.sub(r"\\.|\[\^", "", pattern)  # escapes and negated classes hold no anchor
     if (unsafe := line_safety(pattern)) is not None or "^" in bare or "$" in bare:
         why = unsafe or "no ^ or $: the prefixes and the scan's buffer decide where lines start"
-        raise fail(path, where, f"field `pattern` is not line-safe: {why}")
+        raise fail(path, where, f"field `{field}` is not line-safe: {why}")
     if len(ordered_literals(pattern)) != 1:
-        raise fail(path, where, "field `pattern` must be one wording (no top-level `|`)")
+        raise fail(path, where, f"field `{field}` must be one wording (no top-level `|`)")
     literals = required_literals(pattern)
     if literals is None or min(len(text) for text in literals[0]) < MIN_TEXT:
         message = f"field `pattern` needs a literal of {MIN_TEXT}+ characters in every match"
@@ -138,6 +141,11 @@ def _sign(entry: object, index: int, path: str) -> FinishSign:
     per_request = entry.get("per_request", False)
     if not isinstance(per_request, bool) or (per_request and scope != "process"):
         raise fail(path, where, "field `per_request` must be true or false (true: scope process)")
+    opens = entry.get("opens")
+    if opens is not None:
+        if not per_request:
+            raise fail(path, where, "field `opens` needs `per_request = true`")
+        _check(_text(entry, "opens", where, path), where, path, "opens")
     example = _text(entry, "example", where, path)
     if not regex.search(example):
         raise fail(path, where, "field `example` must be a line the pattern finds")
@@ -150,6 +158,7 @@ def _sign(entry: object, index: int, path: str) -> FinishSign:
         example=example,
         full_count=full_count,
         per_request=per_request,
+        opens=opens,
     )
 
 
@@ -198,8 +207,18 @@ FINISH_SIGNS: tuple[FinishSign, ...] = _shipped().signs
 """The shipped table's entries, in table order."""
 FINISH_ANCHOR = "|".join(sign.pattern for sign in FINISH_SIGNS)
 """One scan pattern for every entry (each is one line-safe wording, so a plain alternation)."""
+OPENS_ANCHOR = "|".join(sign.opens for sign in FINISH_SIGNS if sign.opens)
+"""The same for the lines that open a server's request (`FinishSign.opens`)."""
 
 
 def finish_sign(text: str) -> FinishSign | None:
     """The first entry, in table order, whose pattern the text holds; None for none."""
     return next((sign for sign in FINISH_SIGNS if sign.found_in(text)), None)
+
+
+def request_opened(text: str) -> FinishSign | None:
+    """The first `per_request` entry whose `opens` wording the text holds; None for none."""
+    return next(
+        (sign for sign in FINISH_SIGNS if sign.opens and linear_text(sign.opens).search(text)),
+        None,
+    )
