@@ -114,7 +114,7 @@ def _check(pattern: str, where: str, path: str, field: str = "pattern") -> re.Pa
         raise fail(path, where, f"field `{field}` must be one wording (no top-level `|`)")
     literals = required_literals(pattern)
     if literals is None or min(len(text) for text in literals[0]) < MIN_TEXT:
-        message = f"field `pattern` needs a literal of {MIN_TEXT}+ characters in every match"
+        message = f"field `{field}` needs a literal of {MIN_TEXT}+ characters in every match"
         raise fail(path, where, message)
     return regex
 
