@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from crashlens.decide.failure import assess
-from crashlens.library import tables_dir
+from crashlens.library import default_pattern_dir, tables_dir
 from crashlens.model import Ending
-from crashlens.parsers.launcher.deaths import LOCALE_SIGNAL_WORDS, shell_signal
+from crashlens.parsers.launcher.deaths import _LINE_WORD, LOCALE_SIGNAL_WORDS, shell_signal
 from crashlens.parsers.launcher.signals import SIGNALS
 from crashlens.pipeline import analyze_inputs
 
@@ -131,3 +131,11 @@ def test_the_detector_reads_its_words_from_the_catalog() -> None:
     assert LOCALE_SIGNAL_WORDS.items() <= shell.items()
     assert {"Killed", "Bus error", "Segmentation fault"} <= shell.keys()
     assert all(SIGNALS[number] for number in set(shell.values()))
+
+
+def test_the_rule_library_reads_the_same_translations_of_line() -> None:
+    # host-oom-shell-killed matches bash's script report with an English `Killed`; its list of
+    # `line` words must stay the detector's, or a locale would die for one and not the other
+    rule = (default_pattern_dir() / "host_oom" / "host-oom-shell-killed.toml").read_text("utf-8")
+    patterns = tomllib.loads(rule)["match"]["any"]
+    assert any(p.startswith(f"(?:{_LINE_WORD}) [0-9]+:") for p in patterns)

@@ -180,21 +180,22 @@ def failed_request(
     ) or any(
         hit.path == finish.path
         and since < (hit.lineno or 0) < before
-        and not hit.against
-        and hit.role is not Role.CONTEXT
-        and hit.rule_id in failure_rules
+        and failure_line(hit, failure_rules)
         for hit in hits
     )
+
+
+def failure_line(hit: Hit, failure_rules: frozenset[str]) -> bool:
+    """Whether a rule hit reads a failure, of any weight: not counter-evidence, not a context."""
+    return not hit.against and hit.role is not Role.CONTEXT and hit.rule_id in failure_rules
 
 
 def cause_level(hit: Hit, failure_rules: frozenset[str], knock_on: frozenset[str]) -> bool:
     """Whether a rule hit shows a failure that can end a run by itself: a decisive failure line
     that is not counter-evidence, a context, or a rule's usual consequence of another failure."""
     return (
-        not hit.against
-        and hit.role is not Role.CONTEXT
+        failure_line(hit, failure_rules)
         and hit.weight >= CAUSE_WEIGHT
-        and hit.rule_id in failure_rules
         and hit.rule_id not in knock_on
         and hit.lineno is not None
     )

@@ -17,6 +17,7 @@ Space's status line is pasted alone as often as inside its container log).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from crashlens.model import Line
@@ -24,32 +25,29 @@ from crashlens.parsers.base import Anchor, AnchoredCollector
 from crashlens.parsers.launcher.tools import COLAB, HF_SPACES, KAGGLE
 
 
-def on_hf_space(collector: AnchoredCollector, line: Line) -> None:
-    collector.keep_first("platform.name", HF_SPACES, line)
+def _names(platform: str) -> Callable[[AnchoredCollector, Line], None]:
+    """The handler of a platform's lines: the first one names it (`platform.name`)."""
 
+    def on_line(collector: AnchoredCollector, line: Line) -> None:
+        collector.keep_first("platform.name", platform, line)
 
-def on_colab(collector: AnchoredCollector, line: Line) -> None:
-    collector.keep_first("platform.name", COLAB, line)
-
-
-def on_kaggle(collector: AnchoredCollector, line: Line) -> None:
-    collector.keep_first("platform.name", KAGGLE, line)
+    return on_line
 
 
 PLATFORM_ANCHORS: tuple[Anchor[Any], ...] = (
     Anchor(
         r"Memory limit exceeded \([0-9]|storage limit exceeded|space was not healthy"
         r"|GPU task aborted|site-packages/spaces/zero/",
-        on_hf_space,
+        _names(HF_SPACES),
         settles=("platform.name",),
     ),
     # (a frame's `File "/content/...`: the runtime's working folder, where notebooks clone and
     # run their scripts; `/content` alone in prose or a Docker volume is not enough)
     Anchor(
         r"/content/drive/|File \"/content/|/google/colab/|Mounted at /content/",
-        on_colab,
+        _names(COLAB),
         settles=("platform.name",),
     ),
-    Anchor(r"/kaggle/(?:working|input)/", on_kaggle, settles=("platform.name",)),
+    Anchor(r"/kaggle/(?:working|input)/", _names(KAGGLE), settles=("platform.name",)),
 )
 """A hosting platform's own status lines, frames and folders (the first one found names it)."""

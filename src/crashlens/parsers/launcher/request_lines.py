@@ -40,6 +40,6 @@ def request_since(singles: dict[str, Fact], summed_before: Fact | None) -> int:
 
 
 REQUEST_ANCHORS: tuple[Anchor[Any], ...] = (
-    (Anchor(OPENS_ANCHOR, on_request_opened, settles=()),) if OPENS_ANCHOR else ()
+    (Anchor(OPENS_ANCHOR, on_request_opened),) if OPENS_ANCHOR else ()
 )
 """The lines that open a server's request (`FinishSign.opens`)."""
