@@ -18,6 +18,7 @@ import test_dd_mechanisms
 import test_df_mechanisms
 import test_dg_mechanisms
 import test_di_mechanisms
+import test_dk_mechanisms
 from crashlens.model import Ending
 from mechanism_helpers import ending_of, log_report
 
@@ -30,6 +31,7 @@ TABLES = {
     "df": test_df_mechanisms.LOGS_AND_ENDINGS,
     "dg": test_dg_mechanisms.LOGS_AND_ENDINGS,
     "di": test_di_mechanisms.LOGS_AND_ENDINGS,
+    "dk": test_dk_mechanisms.LOGS_AND_ENDINGS,
 }
 CASES = [
     pytest.param(name, text, ending, id=f"{batch}-{name}")

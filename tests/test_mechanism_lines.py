@@ -17,6 +17,7 @@ import test_dd_mechanisms
 import test_df_mechanisms
 import test_di_mechanisms
 import test_dj_mechanisms
+import test_dk_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -31,6 +32,7 @@ TABLES = {
     "df": test_df_mechanisms.LINES_AND_RULES,
     "di": test_di_mechanisms.LINES_AND_RULES,
     "dj": test_dj_mechanisms.LINES_AND_RULES,
+    "dk": test_dk_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")

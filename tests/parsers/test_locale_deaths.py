@@ -144,6 +144,6 @@ def test_the_rule_library_reads_the_same_translations_of_line() -> None:
 def test_a_translated_shell_broken_pipe_is_no_network_failure_either() -> None:
     # network-connection-reset-or-broken-pipe leaves bash's `line N: PID Broken pipe` out (a
     # pipeline's reader had exited); its `line` words must be the detector's list too
-    rule = (default_pattern_dir() / "network" / "network-connection-reset-or-broken-pipe.toml")
+    rule = default_pattern_dir() / "network" / "network-connection-reset-or-broken-pipe.toml"
     excluded = tomllib.loads(rule.read_text("utf-8"))["match"]["none"]
     assert any(p.startswith(f"(?:{_LINE_WORD}) [0-9]+:") for p in excluded)

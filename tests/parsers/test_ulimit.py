@@ -106,6 +106,25 @@ def test_truncated_and_crlf() -> None:
     assert "ulimit.nofile" not in facts
 
 
+def test_single_queries_as_a_terminal_shows_them() -> None:
+    # `ulimit -l` alone prints the bare value on the next line; a prompt may lead the command
+    text = "user@node-01:~$ ulimit -l\n8192\n$ ulimit -Hn\nunlimited\n"
+    result = ULIMIT.parse(text, "ulimit.txt")
+    facts = {f.key: f for f in result.facts}
+    assert facts["ulimit.memlock_kb"].value == 8192
+    assert facts["ulimit.memlock_kb"].lineno == 2
+    assert facts["ulimit.memlock_kb"].text == "user@node-01:~$ ulimit -l -> 8192"
+    assert facts["ulimit.nofile"].value == -1
+    assert ULIMIT.sniff(text) >= 0.5
+
+
+def test_a_log_that_echoes_a_ulimit_command_is_no_ulimit_file() -> None:
+    # a job script echoing the command among its output: the queries are not the whole file
+    log = "+ ulimit -l\n8192\nepoch 1 loss 0.3\nepoch 2 loss 0.2\n"
+    assert ULIMIT.sniff(log) < 0.5
+    assert ULIMIT.sniff("ulimit -l unlimited\nstarting\n") < 0.5
+
+
 def test_sniff_rejects_unrelated_text() -> None:
     log = "epoch 1 loss 0.3\nstack size exceeded? no\nopen files 12\n"
     assert ULIMIT.sniff(log) < 0.5

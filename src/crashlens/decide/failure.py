@@ -62,8 +62,10 @@ from crashlens.decide.ignored import LIFESPAN_SAYS, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
 from crashlens.decide.stop_order import (
+    JULIA_INTERRUPT,
     STOPPED_LSF,
     STOPPED_PBS,
+    USER_STOP_EXCEPTIONS,
     FailureFirst,
     cause_level,
     failed_request,
@@ -109,7 +111,6 @@ DEATH_SIGNALS = frozenset(
 """Signals whose default action ends the process (SIGUSR1, SIGCONT... are requests, not deaths)."""
 STOP_EXITS = frozenset({130, 143, 129, -2, -15, -1})
 """Exit statuses of a process ended by SIGINT, SIGTERM or SIGHUP (128+N, or -N from Python)."""
-USER_STOP_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
 AGENT_STOP_EXCEPTION = re.compile(
     r"(?:^|[ \t:])(?:torch\.distributed\.elastic\.multiprocessing\.api\.)?SignalException\b"
 )
@@ -598,6 +599,8 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
             add(Ending.DIED, "traceback", f"the log ends with an uncaught {kind}")
     elif kind == "fatal":
         add(Ending.DIED, "fatal", "the log ends with a fatal error")
+    elif kind == "error" and JULIA_INTERRUPT.search(text):
+        add(Ending.STOPPED, "interrupt", "the log ends with Julia's InterruptException (Ctrl-C)")
     elif kind == "error":
         add(Ending.DIED, "traceback", "the log ends with the program's error message")
 

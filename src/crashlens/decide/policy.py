@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from crashlens.decide.explain import apply_explanations
 from crashlens.decide.failure import assess
 from crashlens.decide.ignored import with_known_reports, without_ignored
+from crashlens.decide.stop_order import USER_STOP_EXCEPTIONS
 from crashlens.decide.unended import ended_process, gone_past, unended
 from crashlens.match.rules import Rule, rule_index
 from crashlens.model import (
@@ -134,7 +135,6 @@ def _first_failure_rank(facts: Sequence[Fact]) -> int | None:
     return None
 
 
-_USER_STOP_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
 _USER_STOP_SIGNALS = frozenset({"SIGINT"})
 _USER_STOP_EXITS = frozenset({-2, 130})
 STRONG_FAILURE = 0.5
@@ -146,7 +146,7 @@ def user_stopped(facts: Sequence[Fact]) -> bool:
     `scancel` by its user): its exit codes and tracebacks are then not a failure."""
     for item in facts:
         value = str(item.value)
-        if item.key == "python.exception" and value.startswith(_USER_STOP_EXCEPTIONS):
+        if item.key == "python.exception" and value.startswith(USER_STOP_EXCEPTIONS):
             return True
         if item.key == "launcher.signal" and value in _USER_STOP_SIGNALS:
             return True

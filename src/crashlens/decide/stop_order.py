@@ -39,6 +39,7 @@ and is left to stand as an outside stop.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -57,7 +58,11 @@ RUN_LOG_KINDS = frozenset({InputKind.LAUNCHER, InputKind.OTHER})
 MIN_STEPS_AFTER = 3
 """Progress lines after a mid-training failure line that show the run went on from it."""
 
-_USER_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
+USER_STOP_EXCEPTIONS = ("KeyboardInterrupt", "BdbQuit", "bdb.BdbQuit")
+"""Python's exceptions of a user's stop: Ctrl-C's, and a debugger's quit."""
+JULIA_INTERRUPT = re.compile(r"ERROR: (?:LoadError: )?InterruptException:")
+"""Julia's report of an uncaught InterruptException, which it raises on SIGINT (Ctrl-C): the
+user's stop, as Python's KeyboardInterrupt is (`ERROR: LoadError: ...` from a script file)."""
 _EXPLICIT_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})
 _EXPLICIT_K8S = frozenset({"Preempting", "Shutdown", "NodeShutdown"})
 STOPPED_LSF = {
@@ -114,9 +119,12 @@ def explicit_stop(item: Fact) -> bool:
     `CANCELLED`): only the latter is also how a failure's teardown looks."""
     key, value = item.key, str(item.value)
     if key == "python.exception":
-        return value.startswith(_USER_EXCEPTIONS)
+        return value.startswith(USER_STOP_EXCEPTIONS)
     if key == "log.ends_with":
-        return any(name in item.text for name in _USER_EXCEPTIONS)
+        text = item.text
+        return any(name in text for name in USER_STOP_EXCEPTIONS) or bool(
+            JULIA_INTERRUPT.search(text)
+        )
     if key == "launcher.signal":
         return value == "SIGINT"
     if key in ("launcher.exit_code", "process.exit_code", "k8s.exit_code", "docker.exit_code"):

@@ -8,7 +8,8 @@ bash prints `max locked memory       (kbytes, -l) 64`; bash 5.2 adds a first row
 `ulimit -Sa` and `-Ha` print the same layout, so soft and hard limits cannot be told apart.
 `/proc/<pid>/limits` prints `Max locked memory  65536  65536  bytes` under a `Limit  Soft Limit
 Hard Limit  Units` header: the soft limit is the fact (in the units `ulimit -a` uses), the hard
-one its `hard` attr.
+one its `hard` attr. A file of single queries as a terminal shows them (`$ ulimit -l`, then
+`8192` on the next line) gives the same facts, the fact's text being `command -> value`.
 
 Facts (`unlimited` = -1; every fact has its line number and the row as text):
 
@@ -134,12 +135,36 @@ def _row(line: str) -> tuple[str, str] | None:
     return None
 
 
-_SNIFF_MARKERS = ("file size", "locked", "open files", "stack size", "cpu time", "Soft Limit")
-"""Every `ulimit -a` layout (bash, dash, zsh) prints at least one of these labels."""
+_SNIFF_MARKERS = (
+    "file size",
+    "locked",
+    "open files",
+    "stack size",
+    "cpu time",
+    "Soft Limit",
+    "ulimit -",
+)
+"""Every `ulimit -a` layout (bash, dash, zsh) prints at least one of these labels; a file of
+single queries holds the command."""
+_QUERY_RE = re.compile(r"^(?:[^\n]{0,200}?[$#%>][ \t]*)?ulimit[ \t]+-[HS]?([a-zA-Z])[ \t]*$")
+"""One limit asked for alone (`ulimit -l`, `ulimit -Hn`), as a terminal or a note shows the
+command, a shell prompt before it or not: the shell prints the bare value on the next line."""
+
+
+def _queries(lines: list[str]) -> list[tuple[int, str, str, str]]:
+    """(index of the value's line, option letter, value token, `command -> value` text) of
+    each `ulimit -<x>` command line whose next line is a bare value."""
+    found: list[tuple[int, str, str, str]] = []
+    for index, line in enumerate(lines[:-1]):
+        query = _QUERY_RE.match(line.strip())
+        value = lines[index + 1].strip()
+        if query is not None and _VALUE_RE.match(value):
+            found.append((index + 1, query.group(1), value, f"{line.strip()} -> {value}"))
+    return found
 
 
 class UlimitParser(DocumentParser):
-    """`ulimit -a` in bash, dash or zsh."""
+    """`ulimit -a` in bash, dash or zsh, and single queries (`ulimit -l` then its value)."""
 
     kind = InputKind.ULIMIT
     name = "ulimit -a"
@@ -154,7 +179,9 @@ class UlimitParser(DocumentParser):
         lines = [clean_line(line) for line in head.splitlines()[:100] if line.strip()]
         rows = [row for row in map(_row, lines) if row and _value(row[1]) is not None]
         if len(rows) < 3:
-            return 0.0
+            # a file of single queries and their values, nothing else
+            queries = _queries(lines)
+            return 0.9 if queries and 2 * len(queries) == len(lines) else 0.0
         ratio = len(rows) / len(lines)
         return 0.9 * ratio if ratio >= 0.5 else 0.2
 
@@ -175,5 +202,13 @@ class UlimitParser(DocumentParser):
                 continue  # the first table wins when a file holds several
             seen.add(key)
             facts.append(fact(key, value, path, lineno, text=line.strip()))
+        lines = [clean_line(raw) for raw in text.split("\n")]
+        for index, flag, token, shown in _queries(lines):
+            key = _BY_FLAG.get(flag)
+            value = _value(token)
+            if key is None or value is None or key in seen:
+                continue
+            seen.add(key)
+            facts.append(fact(key, value, path, index + 1, text=shown))
         warnings = () if facts else ("no ulimit -a rows found",)
         return DocumentResult(tuple(facts), warnings)

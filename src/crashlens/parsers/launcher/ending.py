@@ -20,7 +20,8 @@ Fact keys:
   traceback cut off at its separator; a Lua `stack traceback:`), `exception` (an exception
   line without a traceback in view), `fatal` (a fatal error or an abort message, from
   `FATAL_LINES`; attr `mechanism`), `error` (a program's `error:` / `Error response from
-  daemon` line); at the line that shows it. attr `teardown`: `thread`, `shutdown`,
+  daemon` line, or Julia's `ERROR: ` report above the stack trace that ends the log); at the
+  line that shows it. attr `teardown`: `thread`, `shutdown`,
   `finalizer` or `cancelled` when the traceback is one the process reports and goes on from
   (`_teardown`, the kinds of `teardown.py`); a chained traceback cut off at its separator
   belongs to the report it continues. attr `during`: the type of the exception a traceback's
@@ -395,6 +396,31 @@ TQDM_BAR = re.compile(r"\b[0-9]+/[0-9]+ \[[0-9:]+<[0-9:?]+")
 """A progress bar's counter and times (tqdm's `34/34 [00:08<00:00`): work going on."""
 
 
+JULIA_ERROR = re.compile(r"^(?:\[[^\]\n]{1,60}\]:?[ \t]*)*ERROR: ")
+"""Julia's report of an uncaught error (`ERROR: LoadError: DimensionMismatch: ...`,
+`ERROR: InterruptException:`), behind any bracketed launcher prefix."""
+JULIA_STACK = re.compile(
+    r"^[ \t]*(?:Stacktrace:|\[[0-9]+\] |@ |in expression starting at |caused by: "
+    r"|\.\.\. ?\(the last [0-9]+ lines are repeated)"
+)
+"""The lines Julia prints under that report: `Stacktrace:`, its frames (`[3] fit!(m::Model)`),
+their places (`@ Main ~/train.jl:41`), `in expression starting at`, a `caused by:` chain."""
+MAX_JULIA_STACK = 400
+"""Stack-trace lines read back from a log's end to find the error report they belong to."""
+
+
+def julia_error(texts: Sequence[str]) -> int | None:
+    """The index of the Julia error report whose stack trace (a `Stacktrace:` header and
+    what follows it) runs to the log's end; None when the log ends otherwise."""
+    last = len(texts) - 1
+    index = last
+    while index >= 0 and last - index < MAX_JULIA_STACK and JULIA_STACK.search(texts[index]):
+        index -= 1
+    if index == last or index < 0 or not JULIA_ERROR.search(texts[index]):
+        return None
+    return index if texts[index + 1].strip() == "Stacktrace:" else None
+
+
 def _lead(texts: Sequence[str], raws: Sequence[str]) -> dict[str, str]:
     """`lead` and `lead_kind` for a log whose last line is not a record of its own (see the
     module docstring), or nothing. `texts`: the shown lines, `raws`: the same, unstripped."""
@@ -454,6 +480,8 @@ def _closing(texts: Sequence[str], raw: str) -> tuple[str, int, str | None, str 
         return "traceback", last, None, None
     if ERROR_LINE.search(texts[last]):
         return "error", last, None, None
+    if (error := julia_error(texts)) is not None:
+        return "error", error, None, None
     return None
 
 
