@@ -19,6 +19,7 @@ import test_df_mechanisms
 import test_dg_mechanisms
 import test_di_mechanisms
 import test_dk_mechanisms
+import test_dl_mechanisms
 from crashlens.model import Ending
 from mechanism_helpers import ending_of, log_report
 
@@ -32,6 +33,7 @@ TABLES = {
     "dg": test_dg_mechanisms.LOGS_AND_ENDINGS,
     "di": test_di_mechanisms.LOGS_AND_ENDINGS,
     "dk": test_dk_mechanisms.LOGS_AND_ENDINGS,
+    "dl": test_dl_mechanisms.LOGS_AND_ENDINGS,
 }
 CASES = [
     pytest.param(name, text, ending, id=f"{batch}-{name}")

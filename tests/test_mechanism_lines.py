@@ -18,6 +18,7 @@ import test_df_mechanisms
 import test_di_mechanisms
 import test_dj_mechanisms
 import test_dk_mechanisms
+import test_dl_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -33,6 +34,7 @@ TABLES = {
     "di": test_di_mechanisms.LINES_AND_RULES,
     "dj": test_dj_mechanisms.LINES_AND_RULES,
     "dk": test_dk_mechanisms.LINES_AND_RULES,
+    "dl": test_dl_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")

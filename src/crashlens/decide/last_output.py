@@ -108,9 +108,19 @@ WORDINGS: tuple[Wording, ...] = (
         re.compile(r"^# (?:Avg bus bandwidth|Out of bounds values) *:"),
         "the benchmark printed its closing summary (nccl-tests)",
     ),
+    # ProcessGroupNCCL's destructor at exit, in both of its torch 2.4 wordings (`... before it
+    # is being destructed`, `... before we destruct ProcessGroupNCCL.`, the latter's advice on
+    # two lines of their own, the last of which then ends the log)
     Wording(
         "exiting",
-        re.compile(r"process group has NOT been destroyed before it is being destructed"),
+        re.compile(
+            r"process group has NOT been destroyed before (?:it is being destructed"
+            r"|we destruct ProcessGroupNCCL)"
+            r"|" + _PREFIX + r"On normal program exit, the application should call "
+            r"destroy_process_group\b"
+            r"|" + _PREFIX + r"to ensure that any pending NCCL operations have finished in this "
+            r"process\."
+        ),
         "PyTorch's process group was destroyed as the program exited",
     ),
     # torch 2.5 on: the same, said by ProcessGroupNCCL's destructor as a warning.
