@@ -108,7 +108,8 @@ def test_release_table_reaches() -> None:
     assert reach_of((12, 6)).newest == (9, 0)  # type: ignore[union-attr]
     assert reach_of((12, 8)).newest == (12, 0)  # type: ignore[union-attr]
     assert reach_of((13, 0)).oldest == (7, 5)  # type: ignore[union-attr]
-    assert reach_of((7, 5)) is None
+    assert reach_of((7, 5)).newest == (5, 3)  # type: ignore[union-attr]
+    assert reach_of((6, 5)) is None
 
 
 def _cap(value: str, line: int = 4) -> Fact:
@@ -126,6 +127,7 @@ def _cuda(value: str, text: str = "CUDA used to build PyTorch: x", line: int = 3
         ([_cuda("12.6"), _cap("12.0")], "gpu_newer"),  # Blackwell under CUDA 12.6
         ([_cuda("11.7"), _cap("9.0")], "gpu_newer"),  # Hopper under CUDA 11.7
         ([_cuda("13.0"), _cap("6.1")], "gpu_older"),  # Pascal, dropped by CUDA 13
+        ([_cuda("7.5"), _cap("6.1")], "gpu_newer"),  # Pascal under CUDA 7.5 (8.0 added it)
         ([_cuda("12.1"), _cap("3.7")], "gpu_older"),  # Kepler, dropped by CUDA 12
         (
             [

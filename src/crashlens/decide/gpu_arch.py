@@ -98,7 +98,8 @@ def _builds(facts: Sequence[Fact]) -> list[tuple[Version, Fact]]:
             version = cuda_version(str(item.value))
         elif item.key == "torch.version" and (cuda := torch_cuda(str(item.value))):
             version = cuda_version(cuda)
-        if version is not None and version >= (8, 0):
+        # a version older than the table's first release has no reach: left out below
+        if version is not None:
             found.append((version, item))
     return found
 
