@@ -189,26 +189,23 @@ class UlimitParser(DocumentParser):
         if _PROC_HEADER_RE.search(text):
             found = _proc_facts(text, path)
             return DocumentResult(tuple(found), () if found else ("no limits rows found",))
+        lines = [clean_line(raw) for raw in text.split("\n")]
+        # (line number, option letter, value token, the fact's text): table rows, then single
+        # queries; the first of a limit wins (a file may hold several tables)
+        rows = [
+            (lineno, row[0], row[1], line.strip())
+            for lineno, line in enumerate(lines, start=1)
+            if (row := _row(line)) is not None
+        ]
+        rows += [(index + 1, flag, token, shown) for index, flag, token, shown in _queries(lines)]
         facts: list[Fact] = []
         seen: set[str] = set()
-        for lineno, raw in enumerate(text.split("\n"), start=1):
-            line = clean_line(raw)
-            row = _row(line)
-            if row is None:
-                continue
-            key = _BY_FLAG.get(row[0])
-            value = _value(row[1])
-            if key is None or value is None or key in seen:
-                continue  # the first table wins when a file holds several
-            seen.add(key)
-            facts.append(fact(key, value, path, lineno, text=line.strip()))
-        lines = [clean_line(raw) for raw in text.split("\n")]
-        for index, flag, token, shown in _queries(lines):
+        for lineno, flag, token, shown in rows:
             key = _BY_FLAG.get(flag)
             value = _value(token)
             if key is None or value is None or key in seen:
                 continue
             seen.add(key)
-            facts.append(fact(key, value, path, index + 1, text=shown))
+            facts.append(fact(key, value, path, lineno, text=shown))
         warnings = () if facts else ("no ulimit -a rows found",)
         return DocumentResult(tuple(facts), warnings)
