@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from crashlens.model import Clock
 from crashlens.parsers.base import Split
@@ -130,8 +131,20 @@ def _looks_like_host(token: str) -> bool:
     return _NOT_HOSTS.fullmatch(token) is None
 
 
+_MEMO_LINE = 1024
+"""Lines up to this long are remembered (`_split_remembered`): logs repeat lines by the
+thousand (every rank's identical warning, a watchdog line per collective), and a longer
+line is rarely repeated and would hold its memory in the cache."""
+
+
 def split_launcher_line(raw: str) -> Split:
     """Peel stacked prefixes (`node-02: [rank3]:[E314 ...] msg`) off a cleaned line."""
+    if len(raw) <= _MEMO_LINE:
+        return _split_remembered(raw)
+    return _split(raw)
+
+
+def _split(raw: str) -> Split:
     found = _Prefixes()
     text = raw
     for _ in range(8):  # a bound: each step consumes at least one character anyway
@@ -143,3 +156,7 @@ def split_launcher_line(raw: str) -> Split:
     return Split(
         text=text, rank=found.rank, host=found.host, timestamp=found.timestamp, clock=clock
     )
+
+
+_split_remembered = lru_cache(maxsize=4096)(_split)
+"""`_split` of short lines, remembered: a `Split` is frozen, so a repeated line can share one."""
