@@ -79,6 +79,15 @@ LOGS_AND_ENDINGS = [
         "Stacktrace:\n  [1] _bcs1\n    @ ./broadcast.jl:555\n",
         Ending.DIED,
     ),
+    # a message of several lines between the report and its stack trace (CUDA.jl's pool)
+    (
+        "julia-multiline-error-stacktrace",
+        "epoch 2 loss 0.31\nERROR: LoadError: Out of GPU memory trying to allocate 1.953 GiB\n"
+        "Effective GPU memory usage: 99.83% (15.734 GiB/15.761 GiB)\n"
+        "Memory pool usage: 13.696 GiB (13.719 GiB reserved)\n"
+        "Stacktrace:\n  [1] macro expansion\n    @ ~/.julia/packages/CUDA/src/pool.jl:411\n",
+        Ending.DIED,
+    ),
 ]
 
 

@@ -407,6 +407,9 @@ JULIA_STACK = re.compile(
 their places (`@ Main ~/train.jl:41`), `in expression starting at`, a `caused by:` chain."""
 MAX_JULIA_STACK = 400
 """Stack-trace lines read back from a log's end to find the error report they belong to."""
+MAX_JULIA_MESSAGE = 30
+"""Lines an error report's message may take above its `Stacktrace:` (CUDA.jl's `Out of GPU
+memory` adds its pool's usage on two more lines; a load failure lists its reasons)."""
 
 
 def julia_error(texts: Sequence[str]) -> int | None:
@@ -416,9 +419,14 @@ def julia_error(texts: Sequence[str]) -> int | None:
     index = last
     while index >= 0 and last - index < MAX_JULIA_STACK and JULIA_STACK.search(texts[index]):
         index -= 1
-    if index == last or index < 0 or not JULIA_ERROR.search(texts[index]):
+    if index == last or index < 0 or texts[index + 1].strip() != "Stacktrace:":
         return None
-    return index if texts[index + 1].strip() == "Stacktrace:" else None
+    # the report's first line opens its message; the lines under it, down to the stack
+    # trace, are the rest of that message
+    for above in range(index, max(index - MAX_JULIA_MESSAGE, -1), -1):
+        if JULIA_ERROR.search(texts[above]):
+            return above
+    return None
 
 
 def _lead(texts: Sequence[str], raws: Sequence[str]) -> dict[str, str]:
