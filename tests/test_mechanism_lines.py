@@ -19,6 +19,7 @@ import test_di_mechanisms
 import test_dj_mechanisms
 import test_dk_mechanisms
 import test_dl_mechanisms
+import test_dn_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -35,6 +36,7 @@ TABLES = {
     "dj": test_dj_mechanisms.LINES_AND_RULES,
     "dk": test_dk_mechanisms.LINES_AND_RULES,
     "dl": test_dl_mechanisms.LINES_AND_RULES,
+    "dn": test_dn_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")
