@@ -22,6 +22,7 @@ from crashlens.parsers.dmesg.xid import (
     lookup,
     table_path,
 )
+from mechanism_helpers import report_of
 
 FIELD_NOTES_CODES = (
     [13, 31, 43, 45, 46, 48, 62, 63, 64, 74, 79, 92, 94, 95, 109, 110, 119, 120, 136, 140, 143]
@@ -243,3 +244,26 @@ def test_a_hardware_xid_in_a_real_kernel_log_names_its_meaning() -> None:
     assert xid.attr("name") == "PCIe fatal timeout"
     (rule,) = [rule for rule in RULES if rule.match_fact(xid)]
     assert rule.id == "hardware-xid-other-hardware"
+
+
+def test_an_application_xid_alone_is_a_failure_of_no_category_of_ours(tmp_path: Path) -> None:
+    # a kernel log is no record of the run's end, and one holding nothing but a noise Xid says
+    # nothing failed; a GPU memory page fault (31) stopped a process's work: not `none`
+    page_fault = report_of(
+        tmp_path / "fault",
+        {
+            "dmesg.txt": "[Mon May  6 10:00:00 2024] NVRM: Xid (PCI:0000:3b:00): 31, pid=4242,"
+            " name=python, Ch 00000008, intr 10000000. MMU Fault: ENGINE GRAPHICS"
+            " GPCCLIENT_T1_0 faulted @ 0x7f_12340000. Fault is of type FAULT_PDE"
+            " ACCESS_TYPE_VIRT_READ\n"
+        },
+    )
+    assert str(page_fault.verdict) == "unknown"
+    cleanup = report_of(
+        tmp_path / "cleanup",
+        {
+            "dmesg.txt": "[Mon May  6 10:00:00 2024] NVRM: Xid (PCI:0000:3b:00): 45, pid=4242,"
+            " name=python, Ch 00000010\n"
+        },
+    )
+    assert str(cleanup.verdict) == "none"

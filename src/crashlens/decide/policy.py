@@ -163,6 +163,12 @@ def _failure_exit(facts: Sequence[Fact]) -> bool:
     for item in facts:
         if item.key in ("launcher.exit_code", "docker.exit_code") and item.value not in (0, "0"):
             return True
+        if item.key == "kernel.xid" and item.attr("category") == "application":
+            # the Xid catalog's application errors (13, a graphics engine exception; 31, a GPU
+            # memory page fault): the GPU stopped a process's work on its fault, which CUDA
+            # then reports to it as a sticky error: something failed, though no category of
+            # ours did (a kernel log alone is not `none`)
+            return True
     finished = {item.path: item.lineno or 0 for item in facts if item.key == "launcher.completed"}
     return any(
         item.key == "launcher.first_failure"
