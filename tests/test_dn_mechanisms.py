@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mechanism_helpers import report_of
 
 # read by tests/test_mechanism_lines.py
@@ -42,25 +44,21 @@ _SAVE_FAILED = (
 )
 
 
-def test_a_memory_error_in_the_save_explains_the_write_failure(tmp_path: Path) -> None:
-    report = report_of(
-        tmp_path / "memory",
-        {
-            "train.log": "Traceback (most recent call last):\n"
-            + _SAVE_FAILED.format(first="MemoryError")
-        },
-    )
-    assert str(report.verdict) == "host_oom"
+@pytest.mark.parametrize(
+    ("first", "verdict"),
+    [
+        # the save's own MemoryError came first: host memory, whatever the write then said
+        ("MemoryError", "host_oom"),
+        # a full disk under the same write failure stays the disk's
+        ("OSError: [Errno 28] No space left on device", "filesystem"),
+    ],
+)
+def test_what_the_save_raised_first_decides_its_write_failure(
+    tmp_path: Path, first: str, verdict: str
+) -> None:
+    text = "Traceback (most recent call last):\n" + _SAVE_FAILED.format(first=first)
+    report = report_of(tmp_path / "save", {"train.log": text})
+    assert str(report.verdict) == verdict
     rules = {item.rule for item in report.causes[0].evidence}
-    assert "host-oom-memoryerror-explains-checkpoint-write" in rules
-
-
-def test_a_full_disk_in_the_save_stays_a_filesystem_failure(tmp_path: Path) -> None:
-    report = report_of(
-        tmp_path / "disk",
-        {
-            "train.log": "Traceback (most recent call last):\n"
-            + _SAVE_FAILED.format(first="OSError: [Errno 28] No space left on device")
-        },
-    )
-    assert str(report.verdict) == "filesystem"
+    explained = "host-oom-memoryerror-explains-checkpoint-write" in rules
+    assert explained is (verdict == "host_oom")
