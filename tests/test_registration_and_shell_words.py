@@ -16,7 +16,7 @@ import pytest
 
 from crashlens.match.rules import Rule, shipped_rules
 from crashlens.model import Category, Verdict
-from crashlens.parsers.launcher.deaths import LOCALE_SIGNAL_WORDS
+from crashlens.parsers.launcher.signals import LOCALE_SIGNAL_WORDS
 from crashlens.pipeline import analyze_inputs, build_report
 
 

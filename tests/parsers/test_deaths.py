@@ -11,8 +11,9 @@ import pytest
 from crashlens.model import Fact, FactValue
 from crashlens.parsers.base import collect_text
 from crashlens.parsers.launcher import LauncherParser
-from crashlens.parsers.launcher.deaths import shell_signal, slurm_state
+from crashlens.parsers.launcher.deaths import slurm_state
 from crashlens.parsers.launcher.ending import is_cut, last_segment
+from crashlens.parsers.launcher.shell_words import shell_signal
 from crashlens.parsers.plaintext import PlainTextParser
 from crashlens.parsers.tail import TAIL_BYTES, Tail
 

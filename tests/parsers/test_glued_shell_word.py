@@ -15,7 +15,7 @@ import pytest
 from crashlens.decide.failure import assess
 from crashlens.match.rules import shipped_rules
 from crashlens.model import Ending
-from crashlens.parsers.launcher.deaths import shell_signal
+from crashlens.parsers.launcher.shell_words import shell_signal
 from crashlens.pipeline import analyze_inputs
 
 GLUED = [

@@ -17,8 +17,8 @@ import pytest
 from crashlens.decide.failure import assess
 from crashlens.library import default_pattern_dir, tables_dir
 from crashlens.model import Ending
-from crashlens.parsers.launcher.deaths import _LINE_WORD, LOCALE_SIGNAL_WORDS, shell_signal
-from crashlens.parsers.launcher.signals import SIGNALS
+from crashlens.parsers.launcher.shell_words import LINE_WORD, shell_signal
+from crashlens.parsers.launcher.signals import LOCALE_SIGNAL_WORDS, SIGNALS
 from crashlens.pipeline import analyze_inputs
 
 _ENGLISH = re.compile(r"^[A-Za-z/ ]+(?: \(core dumped\))?$")
@@ -138,7 +138,7 @@ def test_the_rule_library_reads_the_same_translations_of_line() -> None:
     # `line` words must stay the detector's, or a locale would die for one and not the other
     rule = (default_pattern_dir() / "host_oom" / "host-oom-shell-killed.toml").read_text("utf-8")
     patterns = tomllib.loads(rule)["match"]["any"]
-    assert any(p.startswith(f"(?:{_LINE_WORD}) [0-9]+:") for p in patterns)
+    assert any(p.startswith(f"(?:{LINE_WORD}) [0-9]+:") for p in patterns)
 
 
 def test_a_translated_shell_broken_pipe_is_no_network_failure_either() -> None:
@@ -146,4 +146,4 @@ def test_a_translated_shell_broken_pipe_is_no_network_failure_either() -> None:
     # pipeline's reader had exited); its `line` words must be the detector's list too
     rule = default_pattern_dir() / "network" / "network-connection-reset-or-broken-pipe.toml"
     excluded = tomllib.loads(rule.read_text("utf-8"))["match"]["none"]
-    assert any(p.startswith(f"(?:{_LINE_WORD}) [0-9]+:") for p in excluded)
+    assert any(p.startswith(f"(?:{LINE_WORD}) [0-9]+:") for p in excluded)

@@ -5,9 +5,10 @@ a debugger session, `kubectl describe pod` or `sacct` output arrive as either. B
 one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, capped. Fact keys:
 
 * `launcher.signal` (see the package docstring) with these sources too: `shell` (the shell's
-  strsignal() word, `Killed` / `Bus error (core dumped)`, at the end of a line or of its last
-  `\\r` redraw, so after progress-bar output with no newline before it), `debugger` (gdb's
-  `Program received signal SIGBUS`), `faulthandler` (`Fatal Python error: Bus error`), `text`
+  strsignal() word, read by `shell_words`: `Killed` / `Bus error (core dumped)`, at the end
+  of a line or of its last `\\r` redraw, so after progress-bar output with no newline before
+  it), `debugger` (gdb's `Program received signal SIGBUS`), `faulthandler` (`Fatal Python
+  error: Bus error`), `text`
   (`killed by signal 9`, `terminated by signal SIGSEGV`, `received signal 7`, Go's
   `signal: killed`, cargo's `(signal: 9, SIGKILL: kill)`, the Intel Fortran runtime's
   `forrtl: error (200): program aborting due to control-C event`: SIGINT).
@@ -80,7 +81,7 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from crashlens.model import Fact, FactValue, Line
@@ -93,9 +94,15 @@ from crashlens.parsers.launcher.process_ends import process_ends
 from crashlens.parsers.launcher.progress import tail_progress
 from crashlens.parsers.launcher.prompt_return import prompt_returned
 from crashlens.parsers.launcher.request_lines import request_since
+from crashlens.parsers.launcher.shell_words import (
+    CORE,
+    LINE_WORD,
+    SHELL_SCRIPT,
+    WORDS,
+    shell_signal,
+    signal_name,
+)
 from crashlens.parsers.launcher.signals import (
-    ENGLISH_SIGNAL_WORDS,
-    LOCALE_SIGNAL_WORDS,
     SIGNAL_WORDS,
     SIGNALS,
     SignalLog,
@@ -107,76 +114,6 @@ from crashlens.text.values import bounded_int
 MAX_SIGNS = 200
 """Facts of each kind kept (states, exit codes, signals)."""
 
-_SPECIAL = re.compile(r"([\\.^$*+?{}\[\]|()])")
-
-
-def _alternatives(words: Iterable[str]) -> str:
-    """`words` as regex alternatives, longest first (only metacharacters escaped: `re.escape`
-    would escape spaces too, which the scan's literal prefilter reads differently)."""
-    ordered = sorted(words, key=lambda word: (-len(word), word))
-    return "|".join(_SPECIAL.sub(r"\\\1", word) for word in ordered)
-
-
-_WORDS = f"{_alternatives(ENGLISH_SIGNAL_WORDS)}|{_alternatives(LOCALE_SIGNAL_WORDS)}"
-"""The shell's words for a dying command: the signals catalog's `shell` lists (the C locale's
-and glibc's translations), longest first."""
-_CORE = (
-    # macOS's strsignal adds the signal's BSD number (`Killed: 9`, `Segmentation fault: 11`);
-    # bash's `(core dumped)` and its translations (zh_CN new and old, de, ja); Japanese
-    # strsignal texts end in です before it
-    r"(?:: [0-9]{1,2})?(?:です)?(?:[ \t]?\((?:core dump(?:ed)?|核心已转储|吐核"
-    r"|Speicherabzug geschrieben|コアダンプ)\))?"
-)
-SHELL_WORD = re.compile(
-    # At the start of the redraw (after bracketed prefixes such as `[rank0]:`, a job number
-    # `[1]+` or `line 12: 4242`), or glued to a progress bar's last character.
-    # (at most 8 bracketed prefixes: unbounded, every `]` of a long line of them was a start
-    # that rescanned all the ones after it)
-    r"(?:^|[\]|%)>])[ \t]*(?:(?:\[[^\]\n]*\][ \t:+-]*){0,8}(?:[0-9]+[ \t]+)?)"
-    rf"({_WORDS}){_CORE}[ \t]*$"
-)
-"""The shell's report that a command died of a signal, ending a line or its last redraw."""
-SHELL_JOB = re.compile(
-    # bash's and zsh's job table (`[1]+  Killed   python x.py`, `[1]    4242 killed   python`,
-    # `zsh: killed   python x.py`): the word, then the command, also after a progress bar.
-    r"(?:^|[\]|%)>])[ \t]*(?:zsh: |\[[0-9]+\][+-]?[ \t]+(?:[0-9]+[ \t]+)?)"
-    # (or the word ends the line: the command cut from a paste)
-    rf"({_WORDS}|abort){_CORE}(?:[ \t]{{2,}}[^ \t\n]|[ \t]*$)",
-    re.IGNORECASE,
-)
-_LINE_WORD = (
-    r"行|строка|рядок|\b(?:line|Zeile|ligne|riga|línea|línia|linha|linia|regel|rad|řádek|riadok"
-    r"|rivi|linje|sor|satır)"
-)
-"""`line` in bash's `%s: line %d: ` in the user's locale (zh_CN/ja, de, fr, it, es, ca, pt, pl/ro,
-nl, sv, cs, sk, fi, da/nb, hu, tr, ru, uk): bash translates the word, while the signal's word
-may stay English (`riga 24:  8612 Killed`). A locale missing here reads as no death line, never
-as a wrong one. (The Cyrillic and CJK words stand before `\b`: Hyperscan's word boundary is
-ASCII; the rule library's `host-oom-shell-killed` lists the same words.)"""
-SHELL_SCRIPT = re.compile(
-    # a non-interactive bash's report on a script's command (`run.sh: line 28:  8156 Killed
-    # python3 main.py`, `invoke.sh: riga 24:  8612 Killed  python ...`)
-    rf"(?:{_LINE_WORD}) [0-9]+:[ \t]+([0-9]+)[ \t]+"
-    rf"({_WORDS}){_CORE}[ \t]+[^ \t\n]"
-)
-SHELL_PIPELINE = re.compile(
-    # the same report for a later command of a pipeline, on the line below the first's:
-    # `test.sh: line 2:   133 Broken pipe   yes` then `   134 Killed   | python3 main.py`
-    rf"^[ \t]+([0-9]+)[ \t]+({_WORDS}){_CORE}[ \t]+\|[ \t]*[^ \t\n]"
-)
-PROGRESS_MARK = re.compile(
-    # what a progress bar's redraw holds: tqdm's rate (`1.84s/it]`, `3.27it/s]`), Keras'
-    # `ETA: 365s` and `54ms/step`, mmcv's `ETA:  2621s`, a percentage, a bar drawn in `=>`
-    # (the bar's first `=>#` is found by a class without them, so no run is tried two ways)
-    r"\bETA\b|[0-9](?:it|s|B)/s\b|s/it\b|/step\b|[0-9]%|\[[.-]*[=>#][=>#. -]*\]"
-)
-_GLUED_WORD = re.compile(
-    # the word right after the redraw's last character (a number and its unit, `2621s`, a
-    # bracket or a bar's block), or after the blanks a redraw pads with behind a number
-    rf"(?:[0-9][A-Za-z]{{0,2}}|[^ \t\w]|[0-9][ \t]+)({_WORDS}){_CORE}[ \t]*$"
-)
-"""The shell's word printed where the cursor stood: after a progress redraw that ended
-without a newline, glued to its last character (`... - ETA: 365s - loss: 2.1371Killed`)."""
 _INTERRUPT_ECHO = re.compile(r"\A[ \t]*(?:\^C)+(?!Traceback)[^\s^]")
 """A line opening with the terminal's echo of Ctrl-C and the program's output after it. Not a
 traceback: what a Python traceback after the echo shows is read from its exception (a
@@ -196,7 +133,7 @@ _BY_SIGNAL = re.compile(
     r"|Signal [0-9]+ \((SIG[A-Z0-9]+)\) received by PID ([0-9]+)"
     # Go's os/exec (`signal: killed`), which launchers and operators written in Go print
     # (not the DataLoader's `killed by signal: Bus error`, which its own handler reads)
-    rf"|(?<!by )\bsignal: ({_WORDS})\b"
+    rf"|(?<!by )\bsignal: ({WORDS})\b"
     # cargo's report on a child (cargo-util's process_error.rs: `(signal: 9, SIGKILL: kill)`)
     r"|\(signal: [0-9]+, (SIG[A-Z0-9]+): "
     # the crash handlers of abseil (TensorFlow, JAX/XLA, Ray, gRPC: `*** SIGSEGV received at
@@ -354,33 +291,6 @@ _CONTAINER_LINE = re.compile(
 """A line that shows the job ran in a Docker container (fact `log.container`)."""
 _GC_CRASH = re.compile(r"^[ \t]*Garbage-collecting[ \t]*$")
 _SEFF = re.compile(rf"^State: ({_SLURM_STATES}) \(exit code ([0-9]+)\)")
-
-
-def shell_signal(text: str) -> str | None:
-    """The signal a shell's word at the end of a line (or its last redraw) names, or None."""
-    segment = text.rsplit("\r", 1)[-1] if "\r" in text else text
-    m = SHELL_WORD.search(segment.rstrip()) or SHELL_JOB.search(segment)
-    if m is None and (m := SHELL_SCRIPT.search(segment) or SHELL_PIPELINE.search(segment)):
-        return _signal_of(m.group(2))
-    if m is None and (glued := _GLUED_WORD.search(segment)):
-        # only after a progress redraw: elsewhere a word ending a line is prose
-        # (`... and the worker was Killed`), whose blank before the word is not the redraw's
-        redraw = PROGRESS_MARK.search(segment[: glued.start(1)])
-        return _signal_of(glued.group(1)) if redraw else None
-    return _signal_of(m.group(1)) if m is not None else None
-
-
-def _signal_of(word: str) -> str | None:
-    signum = SIGNAL_WORDS.get(word.lower(), LOCALE_SIGNAL_WORDS.get(word))
-    return SIGNALS.get(signum) if signum is not None else None
-
-
-def signal_name(value: str) -> str | None:
-    """`SIGBUS` or `7` -> `SIGBUS` (Linux numbering); None for what names no signal."""
-    if value.isdigit():
-        number = bounded_int(value)
-        return SIGNALS.get(number) if number is not None else None
-    return value if value in SIGNALS.values() else None
 
 
 def slurm_state(text: str) -> tuple[str, dict[str, FactValue]] | None:
@@ -691,14 +601,14 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # Lightning, torchrun's agent, DeepSpeed's launcher, Megatron, ...: the finish signs'
     # catalog): the run finished, earlier tracebacks did not end it.
     Anchor(FINISH_ANCHOR, D.on_completed),
-    Anchor(rf"(?:{_WORDS}){_CORE}[ \t]*$", D.on_shell_word),
+    Anchor(rf"(?:{WORDS}){CORE}[ \t]*$", D.on_shell_word),
     # (the job table's word and what follows it, without the `[1]+`/`zsh: ` before it: that
     # opening made Hyperscan start a check at every `] ` of a line, a third of the whole
     # library's scan time on launcher lines; SHELL_JOB re-checks it)
-    Anchor(rf"(?i:(?:{_WORDS}|abort){_CORE}(?:[ \t][ \t]|[ \t]*$))", D.on_shell_word),
-    Anchor(rf"(?:{_LINE_WORD}) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{_WORDS})", D.on_shell_word),
+    Anchor(rf"(?i:(?:{WORDS}|abort){CORE}(?:[ \t][ \t]|[ \t]*$))", D.on_shell_word),
+    Anchor(rf"(?:{LINE_WORD}) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{WORDS})", D.on_shell_word),
     # bash's report of a pipeline's later command (`   134 Killed   | python3 main.py`)
-    Anchor(rf"[0-9][ \t]+(?:{_WORDS}){_CORE}[ \t]+\|[ \t]*[^ \t\n]", D.on_shell_word),
+    Anchor(rf"[0-9][ \t]+(?:{WORDS}){CORE}[ \t]+\|[ \t]*[^ \t\n]", D.on_shell_word),
     # a line that shows the job ran in a Docker container
     Anchor(
         r"[-_][0-9]{1,3}[ \t]+\| |@[0-9a-f]{12}:|[0-9a-f]{12}:[0-9]+:[0-9]+ \[[0-9]",
