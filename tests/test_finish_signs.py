@@ -267,3 +267,18 @@ def test_coverage_counts_the_examples_the_failure_detector_reads(tmp_path: Path)
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if line.startswith("finish_signs"))
     assert row.split()[1] == f"{len(FINISH_SIGNS)}/{len(FINISH_SIGNS)}"
+
+
+def test_lightnings_test_table_drawn_by_rich_is_the_same_finish(tmp_path: Path) -> None:
+    # the table's header row as rich draws it, then a metric row and the closing rule
+    table = (
+        "┏━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━┓\n"
+        "┃        Test metric        ┃       DataLoader 0        ┃\n"
+        "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━┩\n"
+        "│         test_acc          │    0.9123000502586365     │\n"
+        "└───────────────────────────┴───────────────────────────┘\n"
+    )
+    assert finish_sign(table.splitlines()[1]) is _sign("lightning-test-results-table")
+    assert _assessed(tmp_path, "Epoch 9: 100%|██████████| 50/50\n" + table).ending is (
+        Ending.COMPLETED
+    )

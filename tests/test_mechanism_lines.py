@@ -20,6 +20,7 @@ import test_dj_mechanisms
 import test_dk_mechanisms
 import test_dl_mechanisms
 import test_dn_mechanisms
+import test_do_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -37,6 +38,7 @@ TABLES = {
     "dk": test_dk_mechanisms.LINES_AND_RULES,
     "dl": test_dl_mechanisms.LINES_AND_RULES,
     "dn": test_dn_mechanisms.LINES_AND_RULES,
+    "do": test_do_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")
