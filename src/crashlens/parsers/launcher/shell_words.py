@@ -35,10 +35,10 @@ WORDS = f"{_alternatives(ENGLISH_SIGNAL_WORDS)}|{_alternatives(LOCALE_SIGNAL_WOR
 and glibc's translations), longest first."""
 CORE = (
     # macOS's strsignal adds the signal's BSD number (`Killed: 9`, `Segmentation fault: 11`);
-    # bash's `(core dumped)` and its translations (zh_CN new and old, de, ja); Japanese
+    # bash's `(core dumped)` and its translations (zh_CN new and old, de, ja, es, ru); Japanese
     # strsignal texts end in です before it
     r"(?:: [0-9]{1,2})?(?:です)?(?:[ \t]?\((?:core dump(?:ed)?|核心已转储|吐核"
-    r"|Speicherabzug geschrieben|コアダンプ)\))?"
+    r"|Speicherabzug geschrieben|コアダンプ|`core' generado|стек памяти сброшен на диск)\))?"
 )
 SHELL_WORD = re.compile(
     # At the start of the redraw (after bracketed prefixes such as `[rank0]:`, a job number
