@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from crashlens.model import Fact
+from crashlens.model import Fact, InputKind
 from crashlens.parsers.base import safe_sniff
 from crashlens.parsers.kubernetes.common import eviction_resource, quantity_bytes
 from crashlens.parsers.kubernetes.describe import KubectlTextParser
 from crashlens.parsers.kubernetes.objects import KubectlJsonParser
+from mechanism_helpers import report_of
 from test_k8s_scheduling import PENDING_DESCRIBE
 
 from conftest import SAMPLES, sample_text
@@ -299,3 +301,48 @@ def test_describe_reads_the_replica_label_block() -> None:
     )
     # the labels' lines are read as labels, not as other rows: the same facts otherwise
     assert [(f.key, f.value) for f in facts] == [(f.key, f.value) for f in plain]
+
+
+_START_ERROR = """Name:             trainer-worker-0
+Status:           Failed
+Containers:
+  pytorch:
+    State:          Terminated
+      Reason:       StartError
+      Message:      failed to create containerd task: failed to create shim task: OCI runtime \
+create failed: runc create failed: unable to start container process: error during container \
+init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected \
+mode as 'legacy'
+nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown
+      Exit Code:    128
+"""
+
+
+def test_a_pod_message_quoting_the_runtime_error_is_read_by_the_log_rules(tmp_path: Path) -> None:
+    # the container never started: the runtime's own words in the state's message name the cause
+    report = report_of(tmp_path / "pod", {"describe.txt": _START_ERROR})
+    assert report.inputs[0].kind is InputKind.KUBECTL_TEXT
+    assert str(report.verdict) == "driver"
+    as_json = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "trainer-worker-0"},
+        "status": {
+            "phase": "Failed",
+            "containerStatuses": [
+                {
+                    "name": "pytorch",
+                    "state": {
+                        "terminated": {
+                            "reason": "StartError",
+                            "exitCode": 128,
+                            "message": _START_ERROR.split("Message:", 1)[1].split("Exit Code")[0],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    report = report_of(tmp_path / "json", {"pod.json": json.dumps(as_json, indent=2)})
+    assert report.inputs[0].kind is InputKind.KUBECTL_JSON
+    assert str(report.verdict) == "driver"

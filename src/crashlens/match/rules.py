@@ -386,11 +386,18 @@ def _step_texts(key: str, steps: Iterable[Step]) -> Iterable[tuple[str, str]]:
             yield f"{key}` command `{step.command[:30]}…", step.command
 
 
+_MESSAGE_KINDS = frozenset({InputKind.KUBECTL_TEXT, InputKind.KUBECTL_JSON})
+"""Records that quote a log's lines: a pod's termination and waiting messages (the runtime's
+error that kept a container from starting; the last lines of its log, with
+`FallbackToLogsOnError`) and its events' messages carry the program's own words, so the log
+rules read them there too."""
+
+
 def _kinds(values: tuple[str, ...], path: str) -> frozenset[InputKind]:
     kinds: set[InputKind] = set()
     for value in values:
         if value == "logs":
-            kinds |= LOG_KINDS
+            kinds |= LOG_KINDS | _MESSAGE_KINDS
         elif value == "*":
             kinds |= set(InputKind)
         else:
