@@ -346,3 +346,25 @@ def test_a_pod_message_quoting_the_runtime_error_is_read_by_the_log_rules(tmp_pa
     report = report_of(tmp_path / "json", {"pod.json": json.dumps(as_json, indent=2)})
     assert report.inputs[0].kind is InputKind.KUBECTL_JSON
     assert str(report.verdict) == "driver"
+
+
+def test_docker_inspects_state_error_is_read_by_the_log_rules(tmp_path: Path) -> None:
+    # a container that never started: docker keeps the runtime's error in State.Error
+    message = _START_ERROR.split("Message:", 1)[1].split("Exit Code")[0].strip()
+    inspect = [
+        {
+            "Id": "3f1c0d2e9b7a",
+            "Name": "/trainer",
+            "State": {
+                "Status": "created",
+                "Running": False,
+                "OOMKilled": False,
+                "ExitCode": 128,
+                "Error": message,
+            },
+            "HostConfig": {"ShmSize": 17179869184, "IpcMode": "private"},
+        }
+    ]
+    report = report_of(tmp_path / "docker", {"docker_inspect.json": json.dumps(inspect, indent=4)})
+    assert report.inputs[0].kind is InputKind.DOCKER_INSPECT
+    assert str(report.verdict) == "driver"

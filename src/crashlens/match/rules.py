@@ -386,10 +386,13 @@ def _step_texts(key: str, steps: Iterable[Step]) -> Iterable[tuple[str, str]]:
             yield f"{key}` command `{step.command[:30]}…", step.command
 
 
-_MESSAGE_KINDS = frozenset({InputKind.KUBECTL_TEXT, InputKind.KUBECTL_JSON})
+_MESSAGE_KINDS = frozenset(
+    {InputKind.KUBECTL_TEXT, InputKind.KUBECTL_JSON, InputKind.DOCKER_INSPECT}
+)
 """Records that quote a log's lines: a pod's termination and waiting messages (the runtime's
 error that kept a container from starting; the last lines of its log, with
-`FallbackToLogsOnError`) and its events' messages carry the program's own words, so the log
+`FallbackToLogsOnError`), its events' messages, and docker inspect's `State.Error` (the
+runtime's error for a container that never started) carry the programs' own words, so the log
 rules read them there too."""
 
 
