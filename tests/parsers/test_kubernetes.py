@@ -12,6 +12,7 @@ from crashlens.parsers.base import safe_sniff
 from crashlens.parsers.kubernetes.common import eviction_resource, quantity_bytes
 from crashlens.parsers.kubernetes.describe import KubectlTextParser
 from crashlens.parsers.kubernetes.objects import KubectlJsonParser
+from crashlens.pipeline import analyze_inputs
 from mechanism_helpers import report_of
 from test_k8s_scheduling import PENDING_DESCRIBE
 
@@ -368,3 +369,11 @@ def test_docker_inspects_state_error_is_read_by_the_log_rules(tmp_path: Path) ->
     report = report_of(tmp_path / "docker", {"docker_inspect.json": json.dumps(inspect, indent=4)})
     assert report.inputs[0].kind is InputKind.DOCKER_INSPECT
     assert str(report.verdict) == "driver"
+
+
+def test_a_real_event_quoting_the_kernels_oom_kill_is_read_by_the_log_rules() -> None:
+    # node-problem-detector's OOMKilling event (a shared sample) carries the kernel's own line
+    path = SAMPLES / "kubectl_json" / "events_json_npd_oomkilling_REPRO.json"
+    (analysis,) = analyze_inputs([str(path)])
+    assert analysis.status.kind is InputKind.KUBECTL_JSON
+    assert "host-oom-memcg-killed-process" in {hit.rule_id for hit in analysis.hits}

@@ -160,6 +160,9 @@ def user_stopped(facts: Sequence[Fact]) -> bool:
 
 
 def _failure_exit(facts: Sequence[Fact]) -> bool:
+    """Whether the facts show something failed: a nonzero exit status, a GPU fault the Xid
+    catalog blames on the application, torchelastic's first failure, or an exception that ended
+    its process after any finish line."""
     for item in facts:
         if item.key in ("launcher.exit_code", "docker.exit_code") and item.value not in (0, "0"):
             return True
