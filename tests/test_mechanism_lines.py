@@ -21,6 +21,7 @@ import test_dk_mechanisms
 import test_dl_mechanisms
 import test_dn_mechanisms
 import test_do_mechanisms
+import test_dq_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -39,6 +40,7 @@ TABLES = {
     "dl": test_dl_mechanisms.LINES_AND_RULES,
     "dn": test_dn_mechanisms.LINES_AND_RULES,
     "do": test_do_mechanisms.LINES_AND_RULES,
+    "dq": test_dq_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")
