@@ -22,6 +22,7 @@ import test_dl_mechanisms
 import test_dn_mechanisms
 import test_do_mechanisms
 import test_dq_mechanisms
+import test_dr_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -41,6 +42,7 @@ TABLES = {
     "dn": test_dn_mechanisms.LINES_AND_RULES,
     "do": test_do_mechanisms.LINES_AND_RULES,
     "dq": test_dq_mechanisms.LINES_AND_RULES,
+    "dr": test_dr_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")

@@ -59,7 +59,7 @@ def test_catalog_lists_every_code_of_nvidias_catalog() -> None:
         (94, "hardware", "RESTART_APP", "error"),
         (95, "hardware", "RESET_GPU", "critical"),
         (63, "hardware", "IGNORE", "warning"),
-        (119, "hardware", "RESET_GPU", "critical"),
+        (119, "driver", "RESET_GPU", "critical"),
         (13, "application", "RESTART_APP", "error"),
         (31, "application", "RESTART_APP", "error"),
         (43, "noise", "IGNORE", "info"),
