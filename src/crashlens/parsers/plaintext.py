@@ -5,19 +5,21 @@ any text (a shell's `Killed`, a debugger's `Program received signal`, `kubectl d
 `Reason: OOMKilled`, a `sacct` state, a traceback as the last output): its collector keeps
 those (`parsers.launcher.deaths`, whose docstring lists the fact keys), and what the job ran on
 and was built with (`parsers.launcher.build_lines`: the GPU, the CUDA build), which the
-decision pairs across inputs, and where it was hosted (`parsers.launcher.platform_lines`).
+decision pairs across inputs, where it was hosted (`parsers.launcher.platform_lines`), and a
+rendezvous barrier counting more processes than the job has (`parsers.launcher.barrier_lines`).
 """
 
 from __future__ import annotations
 
 from crashlens.model import InputKind
 from crashlens.parsers.base import LogCollector, LogParser, patterns_of
+from crashlens.parsers.launcher.barrier_lines import BARRIER_ANCHORS
 from crashlens.parsers.launcher.build_lines import BUILD_ANCHORS
 from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
 from crashlens.parsers.launcher.platform_lines import PLATFORM_ANCHORS
 from crashlens.parsers.launcher.request_lines import REQUEST_ANCHORS
 
-_TABLE = (*DEATH_ANCHORS, *BUILD_ANCHORS, *PLATFORM_ANCHORS, *REQUEST_ANCHORS)
+_TABLE = (*DEATH_ANCHORS, *BUILD_ANCHORS, *PLATFORM_ANCHORS, *REQUEST_ANCHORS, *BARRIER_ANCHORS)
 
 
 class PlainTextParser(LogParser):

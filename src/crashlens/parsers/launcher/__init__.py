@@ -65,6 +65,8 @@ Fact keys:
 * `net.socket_ifname`: str the interface NCCL or Gloo is told to use (`NCCL_SOCKET_IFNAME`,
   `GLOO_SOCKET_IFNAME`, as set on a command line or echoed by NCCL); attrs var, host, source
   (`settings.py`).
+* `rendezvous.overcount`: int how many more processes PyTorch's store-based barrier counted than
+  the world size; attrs world_size, joined (`barrier_lines.py`).
 * `slurm.oom_kill_events`: int attrs step; `slurm.cancelled`: str reason (`TIME LIMIT`...,
   `unspecified` when Slurm gives none) attrs step, node; `slurm.task_failure`: str what srun
   said (`Out Of Memory`, `Bus error`, `Exited with exit code 1`) attrs node, task.

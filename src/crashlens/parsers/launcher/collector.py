@@ -14,6 +14,7 @@ from typing import Any
 from crashlens.model import Fact, FactValue, Line
 from crashlens.parsers.base import Anchor, fact
 from crashlens.parsers.launcher import report
+from crashlens.parsers.launcher.barrier_lines import BARRIER_ANCHORS
 from crashlens.parsers.launcher.build_lines import DNN_MEMORY_ANCHOR, GPU_ANCHOR
 from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
 from crashlens.parsers.launcher.ib_settings import ANCHOR as IB_HCA_ANCHOR
@@ -756,5 +757,7 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     # where the job was hosted, as the platform's own lines say (shared with plain text)
     *PLATFORM_ANCHORS,
     *REQUEST_ANCHORS,
+    # a rendezvous barrier counting more processes than the job has (barrier_lines.py)
+    *BARRIER_ANCHORS,
 )
 del L
