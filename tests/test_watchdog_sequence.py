@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashlens.pipeline import analyze
+from crashlens.pipeline import analyze, analyze_inputs
+
+from conftest import sample
 
 WATCHDOG = (
     "[rank5]:[E1203 04:11:52.530119206 ProcessGroupNCCL.cpp:616] [Rank 5] Watchdog caught"
@@ -74,3 +76,14 @@ def test_the_boundary_is_the_thousandth_collective(tmp_path: Path) -> None:
 def test_a_late_timeout_beside_a_dead_gpu_is_the_hardware(tmp_path: Path) -> None:
     report = _report(tmp_path, 48211, dmesg=XID_79)
     assert str(report.verdict) == "hardware"
+
+
+def test_the_shared_sample_s_late_timeout_is_read_as_after_traffic() -> None:
+    """The reproduced torchrun log times out on collective 48,211: the parser's `nccl.timeout`
+    fact carries that number, and only the after-traffic rule hits its watchdog lines."""
+    [analysis] = analyze_inputs(
+        [str(sample("launcher/torchrun_nccl_watchdog_timeout_sigabrt_REPRO.log"))]
+    )
+    rules = {hit.rule_id for hit in analysis.hits}
+    assert "network-nccl-watchdog-timeout-after-traffic" in rules
+    assert "network-nccl-watchdog-timeout" not in rules
