@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from crashlens.decide.remedy import (
@@ -264,3 +266,32 @@ def test_generic_checks_have_every_key_and_come_from_the_blocks() -> None:
     assert checks[Category.SHM] == (Action("Check shm.", "df -h /dev/shm"),)
     assert checks[None] == (Action("Collect logs."),)
     assert checks[Category.HARDWARE] == ()
+
+
+def test_steps_reading_the_same_container_fields_run_one_command() -> None:
+    """A report merges steps by their command: two steps that both read a container's shm
+    size or OOM flag (a rule's own, a shared block's, the category's generic checks) must use
+    the same command, or "To confirm" shows the same check twice in two spellings."""
+    from crashlens.library import default_pattern_dir
+    from crashlens.match.rules import load_remedies, shipped_rules
+
+    steps = [
+        step for remedy in load_remedies(default_pattern_dir()).values() for step in remedy.steps
+    ]
+    for rule in shipped_rules():
+        steps += [*rule.remediation, *rule.next_checks]
+    fields_of: dict[str, frozenset[str]] = {}
+    for step in steps:
+        command = step.command or ""
+        if "docker inspect" in command:
+            found = set(re.findall(r"\b[A-Z][A-Za-z]+\b", command))
+            fields_of[command] = frozenset(found - {"HostConfig", "State", "Config"})
+    assert {"ShmSize", "OOMKilled", "Memory"} <= set().union(*fields_of.values())
+    # one command's fields all read by another: the same check in two spellings
+    covered = [
+        (command, other)
+        for command, fields in fields_of.items()
+        for other, more in fields_of.items()
+        if other != command and fields and fields <= more
+    ]
+    assert covered == []
