@@ -458,11 +458,25 @@ def test_a_check_is_kept_where_the_report_first_shows_it() -> None:
     assert checks == ()
 
 
+def test_a_check_its_cause_already_gives_as_a_fix_step_is_not_asked_again() -> None:
+    dump = "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1"
+    fix = Action("Dump the collectives each rank was in.", dump)
+    check = Action("Dump each rank's last collectives when the watchdog fires.", dump)
+    debug = Action("Rerun with NCCL logging.", "NCCL_DEBUG=INFO <your launch command>")
+    cause = Cause(Category.NETWORK, 0.5, "x", (), (fix,), (check, debug))
+    causes, _ = without_repeated_checks((cause,), ())
+    assert causes[0].remediation == (fix,)
+    assert causes[0].next_checks == (debug,)
+
+
 def _no_corpus_report_repeats_a_check(rendered: dict[str, tuple[Report, str]]) -> None:
     repeated = []
     for case, (report, _) in rendered.items():
         shown = [a for c in report.causes for a in c.next_checks] + list(report.next_checks)
+        fixes = [a.command for c in report.causes for a in c.remediation if a.command]
         commands = [a.command for a in shown if a.command]
+        if set(commands) & set(fixes):
+            repeated.append(case)
         texts = [a.text for a in shown]
         if len(set(commands)) < len(commands) or len(set(texts)) < len(texts):
             repeated.append(case)

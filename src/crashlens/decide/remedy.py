@@ -281,9 +281,10 @@ def without_repeated_checks(
 ) -> tuple[tuple[Cause, ...], tuple[Action, ...]]:
     """Each check shown once, where the report first shows it.
 
-    A report reads its causes in rank order, each with its "To confirm" checks, then "What to
-    collect next": a category's generic checks end every cause of it and the `unknown`
-    verdict's list too, so without this the same command is printed two or three times.
+    A report reads its causes in rank order, each with its "What to do" steps and "To confirm"
+    checks, then "What to collect next": a category's generic checks end every cause of it and
+    the `unknown` verdict's list too, and a fix step may run the same command as a check, so
+    without this the same command is printed two or three times.
     """
     seen: set[str] = set()
 
@@ -296,10 +297,18 @@ def without_repeated_checks(
             seen.update(keys)
         return tuple(kept)
 
-    kept_causes = tuple(
-        replace(cause, next_checks=first_time(cause.next_checks)) for cause in causes
-    )
-    return kept_causes, first_time(checks)
+    kept_causes = []
+    for cause in causes:
+        # a command its "What to do" already gives (a Flight Recorder dump is both a fix
+        # step and a check) is not asked for again under "To confirm"
+        seen.update(
+            key
+            for item in cause.remediation
+            for key in _check_keys(item)
+            if key.startswith("command:")
+        )
+        kept_causes.append(replace(cause, next_checks=first_time(cause.next_checks)))
+    return tuple(kept_causes), first_time(checks)
 
 
 def summary(rule: Rule, ctx: Mapping[str, str]) -> str:
