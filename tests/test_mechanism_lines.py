@@ -23,6 +23,7 @@ import test_dn_mechanisms
 import test_do_mechanisms
 import test_dq_mechanisms
 import test_dr_mechanisms
+import test_dt_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -43,6 +44,7 @@ TABLES = {
     "do": test_do_mechanisms.LINES_AND_RULES,
     "dq": test_dq_mechanisms.LINES_AND_RULES,
     "dr": test_dr_mechanisms.LINES_AND_RULES,
+    "dt": test_dt_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")
