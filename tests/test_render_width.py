@@ -473,10 +473,13 @@ def _no_corpus_report_repeats_a_check(rendered: dict[str, tuple[Report, str]]) -
     repeated = []
     for case, (report, _) in rendered.items():
         shown = [a for c in report.causes for a in c.next_checks] + list(report.next_checks)
-        fixes = [a.command for c in report.causes for a in c.remediation if a.command]
         commands = [a.command for a in shown if a.command]
-        if set(commands) & set(fixes):
-            repeated.append(case)
+        # in reading order, a check never repeats a fix step shown above it
+        above: set[str] = set()
+        for cause in report.causes:
+            above.update(a.command for a in cause.remediation if a.command)
+            if any(a.command in above for a in cause.next_checks):
+                repeated.append(case)
         texts = [a.text for a in shown]
         if len(set(commands)) < len(commands) or len(set(texts)) < len(texts):
             repeated.append(case)
