@@ -12,13 +12,14 @@ from dataclasses import dataclass, replace
 from typing import IO
 
 from crashlens import __version__
+from crashlens.decide.accelerator import accelerator_of, nvidia_only
 from crashlens.decide.classifier import Model, shipped_model
 from crashlens.decide.policy import Candidate, Decision, WeighedHit, decide, earliest_failure
 from crashlens.decide.remedy import (
-    GENERIC_CHECKS,
     SOURCE_CHECKS,
     actions,
     base_context,
+    checks_for,
     hit_context,
     sources_of,
     summary,
@@ -122,15 +123,16 @@ def build_report(
     top = decision.candidates[0].category if decision.candidates else None
     when = failure_time(decision.first_failure, hits, facts, top, year_hint)
     by_id = rule_index(rules).by_id
-    causes = tuple(_cause(c, by_id, facts) for c in decision.candidates)
+    accelerator = accelerator_of(hits)
+    causes = tuple(_cause(c, by_id, facts, accelerator) for c in decision.candidates)
     checks: tuple[Action, ...] = ()
     if decision.verdict is Verdict.UNKNOWN:
         top = decision.candidates[0].category if decision.candidates else None
         # where the launchers and platforms that ran it keep what the logs lack, before the
         # generic list
         launched = [a for name in sources_of(analyses) for a in SOURCE_CHECKS.get(name, ())]
-        lead = GENERIC_CHECKS[top] if top is not None else ()
-        checks = tuple(_dedupe([*lead, *launched, *GENERIC_CHECKS[None]]))
+        lead = checks_for(top, accelerator) if top is not None else ()
+        checks = tuple(_dedupe([*lead, *launched, *checks_for(None, accelerator)]))
     causes, checks = without_repeated_checks(causes, checks)
     return Report(
         verdict=decision.verdict,
@@ -229,7 +231,9 @@ def _select_evidence(items: Sequence[WeighedHit]) -> list[WeighedHit]:
     return chosen
 
 
-def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> Cause:
+def _cause(
+    candidate: Candidate, rules: dict[str, Rule], facts: list[Fact], accelerator: str | None
+) -> Cause:
     own = [item for item in candidate.hits if item.hit.category is candidate.category]
     chosen = _select_evidence(candidate.hits)
     ctx = base_context(facts)
@@ -245,7 +249,12 @@ def _cause(candidate: Candidate, rules: dict[str, Rule], facts: list[Fact]) -> C
             done.add(rule.id)
             steps.extend(rule.remediation)
             checks.extend(rule.next_checks)
-    generic = [Step(a.text, a.command, a.lang) for a in GENERIC_CHECKS.get(candidate.category, ())]
+    if accelerator is not None:
+        # a rule's steps are written for the GPUs most runs have: on another family, the
+        # ones that run NVIDIA's tools are dropped (its own generic checks come below)
+        steps = [step for step in steps if not nvidia_only(step.command)]
+        checks = [step for step in checks if not nvidia_only(step.command)]
+    generic = [Step(a.text, a.command, a.lang) for a in checks_for(candidate.category, accelerator)]
     remediation = actions(steps, ctx)
     next_checks = actions([*checks, *generic], ctx, limit=5)
     name = candidate.category.value

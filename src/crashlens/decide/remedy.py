@@ -323,11 +323,37 @@ def generic_checks(remedies: Mapping[str, Remedy]) -> Mapping[Category | None, t
     """
     checks: dict[Category | None, tuple[Action, ...]] = dict.fromkeys((None, *Category), ())
     for remedy in remedies.values():
-        if remedy.generic_for is None:
+        if remedy.generic_for is None or remedy.accelerator is not None:
             continue
         key = None if remedy.generic_for == GENERIC_UNKNOWN else Category(remedy.generic_for)
         checks[key] = tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
     return MappingProxyType(checks)
+
+
+def accelerator_checks(
+    remedies: Mapping[str, Remedy],
+) -> Mapping[tuple[Category | None, str], tuple[Action, ...]]:
+    """The `generic_for` blocks written for one accelerator family, by (category, family)."""
+    return MappingProxyType(
+        {
+            (
+                None if remedy.generic_for == GENERIC_UNKNOWN else Category(remedy.generic_for),
+                remedy.accelerator,
+            ): tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
+            for remedy in remedies.values()
+            if remedy.generic_for is not None and remedy.accelerator is not None
+        }
+    )
+
+
+def checks_for(category: Category | None, accelerator: str | None) -> tuple[Action, ...]:
+    """The generic checks of `category` (None: an `unknown` verdict's) for a run on
+    `accelerator`: its family's block where one is written, else the default."""
+    if accelerator is not None:
+        own = ACCELERATOR_CHECKS.get((category, accelerator))
+        if own is not None:
+            return own
+    return GENERIC_CHECKS[category]
 
 
 def source_checks(remedies: Mapping[str, Remedy]) -> Mapping[str, tuple[Action, ...]]:
@@ -365,6 +391,9 @@ _REMEDIES = load_remedies(default_pattern_dir())
 GENERIC_CHECKS = generic_checks(_REMEDIES)
 """Checks every cause of a category ends with, and those an `unknown` verdict shows (key
 None): the `patterns/remedies/checks-*.toml` blocks, read once per process."""
+ACCELERATOR_CHECKS = accelerator_checks(_REMEDIES)
+"""The same for a run on another accelerator family than NVIDIA's (`crashlens.decide.accelerator`),
+where its tools answer what nvidia-smi and NCCL's log would."""
 SOURCE_CHECKS = source_checks(_REMEDIES)
 """What an `unknown` verdict adds for a run each launcher started or each kind of input shows:
 where it keeps what the logs lack (the `patterns/remedies/checks-with-*.toml` blocks)."""

@@ -58,7 +58,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         "remediation": frozenset({"steps", "next_checks", "references"}),
         "step": frozenset({"text", "command", "lang", "use"}),
         "examples": frozenset({"match", "no_match", "known_miss"}),
-        "remedy": frozenset({"about", "steps", "generic_for", "unknown_with"}),
+        "remedy": frozenset({"about", "steps", "generic_for", "accelerator", "unknown_with"}),
         "explains": frozenset(
             {"symptom_rules", "symptom_category", "symptom_line", "when", "path", "foreign",
              "same", "weight", "note", "examples"}
@@ -126,6 +126,9 @@ NOT_RULES = frozenset({"tables", REMEDY_DIR})
 """Folders of the library that hold data, not rules."""
 GENERIC_UNKNOWN = "unknown"
 """`generic_for` value of the checks that an `unknown` verdict ends with."""
+ACCELERATORS = ("amd", "intel", "neuron", "ascend")
+"""Accelerator families a `generic_for` block may be written for (`accelerator`), replacing
+the NVIDIA-centric default of its category on a run whose evidence shows that family."""
 UNKNOWN_WITH_NAMES = (*TOOL_NAMES, *PLATFORM_NAMES, *(kind.value for kind in InputKind))
 """What a block's `unknown_with` may name, in the order an `unknown` verdict shows their checks:
 the launchers (`launcher.tool`, most specific first), the hosting platforms (`platform.name`),
@@ -159,6 +162,9 @@ class Remedy:
     checks of an `unknown` verdict when that category ranks first), or `unknown`: the checks
     an `unknown` verdict ends with. None for a block only rules use."""
     source: str
+    accelerator: str | None = None
+    """With `generic_for`: the accelerator family (`ACCELERATORS`) these checks are for; None:
+    the default (NVIDIA's tools), used for every other run."""
     unknown_with: tuple[str, ...] = ()
     """Launchers (`launcher.tool`, or one the log shows it ran under), hosting platforms
     (`platform.name`) or input kinds: the checks an `unknown` verdict adds for a run one of them
@@ -634,6 +640,9 @@ def parse_remedy(data: dict[str, Any], path: str) -> Remedy:
         raise PatternError(
             path, f"`generic_for` must be a category or {GENERIC_UNKNOWN!r}, not {generic_for!r}"
         )
+    accelerator = data.get("accelerator")
+    if accelerator is not None and (generic_for is None or accelerator not in ACCELERATORS):
+        raise PatternError(path, f"`accelerator` is one of {ACCELERATORS} on a `generic_for` block")
     sources = _unknown_with(data.get("unknown_with"), path)
     if sources and generic_for is not None:
         raise PatternError(path, "a block is `generic_for` or `unknown_with`, not both")
@@ -646,6 +655,7 @@ def parse_remedy(data: dict[str, Any], path: str) -> Remedy:
         steps=steps,
         generic_for=generic_for,
         source=path,
+        accelerator=accelerator,
         unknown_with=sources,
     )
 
@@ -657,7 +667,8 @@ def load_remedies(directory: Path) -> dict[str, Remedy]:
     generic: dict[tuple[str, str], str] = {}
     for path in sorted((directory / REMEDY_DIR).glob("*.toml")):
         remedy = parse_remedy(_table(path, path.read_bytes()), str(path))
-        named = [("generic_for", remedy.generic_for)] if remedy.generic_for else []
+        generic_key = f"{remedy.generic_for}/{remedy.accelerator or 'default'}"
+        named = [("generic_for", generic_key)] if remedy.generic_for else []
         for field, value in [*named, *(("unknown_with", v) for v in remedy.unknown_with)]:
             if (field, value) in generic:
                 also = generic[(field, value)]
