@@ -24,6 +24,7 @@ import test_do_mechanisms
 import test_dq_mechanisms
 import test_dr_mechanisms
 import test_dt_mechanisms
+import test_dv_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -45,6 +46,7 @@ TABLES = {
     "dq": test_dq_mechanisms.LINES_AND_RULES,
     "dr": test_dr_mechanisms.LINES_AND_RULES,
     "dt": test_dt_mechanisms.LINES_AND_RULES,
+    "dv": test_dv_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")
