@@ -469,6 +469,33 @@ def test_a_check_its_cause_already_gives_as_a_fix_step_is_not_asked_again() -> N
     assert causes[0].next_checks == (debug,)
 
 
+def test_a_check_already_run_by_an_earlier_step_is_not_asked_again() -> None:
+    one = Action(
+        "See what holds memory on GPU 3.", "nvidia-smi -i 3 --query-compute-apps=pid --format=csv"
+    )
+    every = Action(
+        "See every process holding GPU memory.", "nvidia-smi --query-compute-apps=pid --format=csv"
+    )
+    kill = Action(
+        "Stop the process holding the GPU.",
+        "nvidia-smi --query-compute-apps=pid --format=csv && kill <pid>",
+    )
+    free = Action("See the node's memory.", "free -g")
+    both = Action(
+        "See the node's memory and its biggest processes.", "free -g && ps aux --sort=-rss | head"
+    )
+    fixed = Cause(Category.GPU_OOM, 0.9, "x", (), (kill,), (every, both, free))
+    causes, _ = without_repeated_checks((fixed,), ())
+    # the fix lists the holders before it kills one; free -g ran inside the step before it
+    assert causes[0].next_checks == (both,)
+    causes, _ = without_repeated_checks((_cause_with((one, every)),), ())
+    # one GPU's holders and every GPU's are one check
+    assert causes[0].next_checks == (one,)
+    causes, _ = without_repeated_checks((_cause_with((free, both)),), ())
+    # a compound check after its first part still runs more: kept
+    assert causes[0].next_checks == (free, both)
+
+
 def _no_corpus_report_repeats_a_check(rendered: dict[str, tuple[Report, str]]) -> None:
     repeated = []
     for case, (report, _) in rendered.items():

@@ -12,6 +12,7 @@ a half-empty command.
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -237,9 +238,31 @@ def _opening(text: str) -> str:
     return "text:" + " ".join(text.lower().split()[:4])
 
 
+_DEVICE_SELECTOR = re.compile(r"\s(?:-[id]|--id|--device)(?:=|\s+)[0-9]{1,4}(?=\s|$)")
+"""A tool's choice of one device (`nvidia-smi -i 0`, `xpu-smi stats -d 0`): the same check of
+one GPU and of all of them reads as one check."""
+_THEN = re.compile(r"\s*(?:&&|\|\||;)\s*")
+"""Where a compound command's next part starts."""
+
+
+def _plain_command(command: str) -> str:
+    """A command as a reader compares it: its comment, a leading sudo and a device choice
+    aside, spacing normalised."""
+    words = _DEVICE_SELECTOR.sub("", command.split("#", 1)[0]).split()
+    return " ".join(words[1:] if words[:1] == ["sudo"] else words)
+
+
+def _leading_parts(command: str) -> list[str]:
+    """`a && b; c` -> `a`, `a && b`: the checks a compound command already runs first (`a ||
+    b` too: `a` runs either way)."""
+    plain = _plain_command(command)
+    return [plain[: match.start()] for match in _THEN.finditer(plain)]
+
+
 def _command_key(command: str) -> str:
-    """What makes two commands the same fix: the program and its first two words."""
-    return " ".join(command.split("#", 1)[0].split()[:3])
+    """What makes two commands the same fix: the program and its first two words (a device
+    choice aside; `sudo` kept, so two kernel-log searches for different lines both stay)."""
+    return " ".join(_DEVICE_SELECTOR.sub("", command.split("#", 1)[0]).split()[:3])
 
 
 def actions(steps: Iterable[Step], ctx: Mapping[str, str], limit: int = 6) -> list[Action]:
@@ -268,12 +291,18 @@ def actions(steps: Iterable[Step], ctx: Mapping[str, str], limit: int = 6) -> li
 
 def _check_keys(item: Action) -> set[str]:
     """What makes two checks the same in a reader's eyes: the same words, or the same
-    command (spacing, a leading sudo and a trailing comment aside)."""
+    command (spacing, a leading sudo, a device choice and a trailing comment aside)."""
     keys = {"text:" + " ".join(item.text.lower().split())}
     if item.command:
-        words = item.command.split("#", 1)[0].split()
-        keys.add("command:" + " ".join(words[1:] if words[:1] == ["sudo"] else words))
+        keys.add("command:" + _plain_command(item.command))
     return keys
+
+
+def _shown_keys(item: Action) -> set[str]:
+    """The checks a shown step has given: its own, and each first part of its command
+    (`free -g && ps aux ...` has shown `free -g`)."""
+    parts = _leading_parts(item.command) if item.command else []
+    return _check_keys(item) | {"command:" + part for part in parts}
 
 
 def without_repeated_checks(
@@ -291,10 +320,9 @@ def without_repeated_checks(
     def first_time(items: Iterable[Action]) -> tuple[Action, ...]:
         kept = []
         for item in items:
-            keys = _check_keys(item)
-            if not keys & seen:
+            if not _check_keys(item) & seen:
                 kept.append(item)
-            seen.update(keys)
+            seen.update(_shown_keys(item))
         return tuple(kept)
 
     kept_causes = []
@@ -304,7 +332,7 @@ def without_repeated_checks(
         seen.update(
             key
             for item in cause.remediation
-            for key in _check_keys(item)
+            for key in _shown_keys(item)
             if key.startswith("command:")
         )
         kept_causes.append(replace(cause, next_checks=first_time(cause.next_checks)))
