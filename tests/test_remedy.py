@@ -237,6 +237,25 @@ def test_actions_drop_unfilled_steps_and_repeats_and_keep_the_order() -> None:
     assert actions(steps, {"host": "node-01"}, limit=2) == shown[:2]
 
 
+def test_a_fallback_size_is_dropped_when_a_size_was_computed() -> None:
+    steps = [
+        Step(
+            "Recreate it with a larger /dev/shm.", "docker run --shm-size={shm_recommend} <image>"
+        ),
+        Step("Without a computed size: 16g.", "docker run --shm-size=16g <image>  # or --ipc=host"),
+        Step("List the GPUs' names.", "nvidia-smi --query-gpu=name --format=csv"),
+        Step("List their memory use.", "nvidia-smi --query-gpu=memory.used --format=csv"),
+    ]
+    computed = actions(steps, {"shm_recommend": "8g"})
+    assert [a.command for a in computed] == [
+        "docker run --shm-size=8g <image>",
+        "nvidia-smi --query-gpu=name --format=csv",  # other fields are another check
+        "nvidia-smi --query-gpu=memory.used --format=csv",
+    ]
+    # nothing computed: the fallback is shown
+    assert actions(steps, {})[0].command == "docker run --shm-size=16g <image>  # or --ipc=host"
+
+
 def test_summary_falls_back_to_the_title() -> None:
     rule = parse_rule(
         {

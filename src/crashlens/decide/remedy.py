@@ -259,10 +259,17 @@ def _leading_parts(command: str) -> list[str]:
     return [plain[: match.start()] for match in _THEN.finditer(plain)]
 
 
+_SIZE_VALUE = re.compile(r"=[0-9]+(?:\.[0-9]+)?(?:[kKmMgGtTpP]i?)?[bB]?(?=\s|$)")
+"""A number or size given to an option (`--shm-size=16g`, `--mem=0`, `NCCL_P2P_DISABLE=1`)."""
+
+
 def _command_key(command: str) -> str:
-    """What makes two commands the same fix: the program and its first two words (a device
-    choice aside; `sudo` kept, so two kernel-log searches for different lines both stay)."""
-    return " ".join(_DEVICE_SELECTOR.sub("", command.split("#", 1)[0]).split()[:3])
+    """What makes two commands the same fix: the program and its first two words, whatever
+    number or size an option is given (a rule's computed `--shm-size=8g` and the fallback
+    `--shm-size=16g` for when nothing was computed are one fix) and whatever device is chosen
+    (`sudo` kept, so two kernel-log searches for different lines both stay)."""
+    plain = _DEVICE_SELECTOR.sub("", command.split("#", 1)[0])
+    return " ".join(_SIZE_VALUE.sub("=<n>", word) for word in plain.split()[:3])
 
 
 def actions(steps: Iterable[Step], ctx: Mapping[str, str], limit: int = 6) -> list[Action]:
