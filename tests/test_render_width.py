@@ -496,6 +496,23 @@ def test_a_check_already_run_by_an_earlier_step_is_not_asked_again() -> None:
     assert causes[0].next_checks == (free, both)
 
 
+def test_a_kernel_log_search_inside_a_wider_one_is_not_asked_again() -> None:
+    narrow = Action("Look for the OOM killer.", "dmesg -T | grep -iE 'out of memory|oom-kill'")
+    wide = Action(
+        "Confirm the kernel killed it.",
+        "sudo dmesg -T | grep -iE 'Out of memory|oom-kill|killed process'",
+    )
+    other = Action("Look for link errors.", "dmesg -T | grep -iE 'link down|mlx5'")
+    plain = Action("Look for Xids.", "dmesg -T | grep -i 'NVRM: Xid'")
+    basic = Action("A basic pattern.", "dmesg -T | grep -i 'oom-kill|x'")  # `|` is literal here
+    causes, _ = without_repeated_checks((_cause_with((narrow, other, wide, plain, basic)),), ())
+    # the narrow search goes, wherever the wider one stands; other words stay
+    assert causes[0].next_checks == (other, wide, plain, basic)
+    later = _cause_with((narrow, Action("Xids again.", "sudo dmesg -T | grep -i 'nvrm: xid'")))
+    causes, _ = without_repeated_checks((_cause_with((wide, plain)), later), ())
+    assert causes[1].next_checks == ()
+
+
 def _no_corpus_report_repeats_a_check(rendered: dict[str, tuple[Report, str]]) -> None:
     repeated = []
     for case, (report, _) in rendered.items():

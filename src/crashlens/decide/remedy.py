@@ -312,6 +312,34 @@ def _shown_keys(item: Action) -> set[str]:
     return _check_keys(item) | {"command:" + part for part in parts}
 
 
+_SEARCH = re.compile(
+    r"(?P<source>[^|]+?)\s*\|\s*grep\s+(?:-iE|-Ei|-i\s+-E|-E\s+-i|-i)\s+'(?P<pattern>[^']*)'"
+)
+"""A case-insensitive search of a command's output for some words: `dmesg -T | grep -iE 'a|b'`."""
+
+Search = tuple[str, frozenset[str]]
+
+
+def _search(item: Action) -> Search | None:
+    """(what is searched, the words searched for) of a check that is such a search."""
+    command = item.command
+    match = _SEARCH.fullmatch(_plain_command(command)) if command is not None else None
+    if command is None or match is None:
+        return None
+    flags = command.split("grep", 1)[1].split("'", 1)[0]
+    if "|" in match["pattern"] and "E" not in flags:
+        return None  # a basic regex: `|` is a character, not a choice
+    words = frozenset(w.strip().lower() for w in match["pattern"].split("|") if w.strip())
+    return match["source"].strip(), words
+
+
+def _covered(search: Search | None, by: Iterable[Search]) -> bool:
+    """Whether another search of the same output looks for every word this one does."""
+    return search is not None and any(
+        source == search[0] and search[1] <= words for source, words in by
+    )
+
+
 def without_repeated_checks(
     causes: Sequence[Cause], checks: Sequence[Action]
 ) -> tuple[tuple[Cause, ...], tuple[Action, ...]]:
@@ -323,12 +351,23 @@ def without_repeated_checks(
     without this the same command is printed two or three times.
     """
     seen: set[str] = set()
+    searched: list[Search] = []
 
-    def first_time(items: Iterable[Action]) -> tuple[Action, ...]:
+    def first_time(items: Sequence[Action]) -> tuple[Action, ...]:
+        searches = [_search(item) for item in items]
         kept = []
-        for item in items:
-            if not _check_keys(item) & seen:
+        for item, search in zip(items, searches, strict=True):
+            # a search of the same output for these words and more: shown above, or further
+            # down this list (a category's generic check after a rule's narrower one)
+            wider = [
+                other
+                for other in searches
+                if other is not None and search is not None and other[1] > search[1]
+            ]
+            if not (_check_keys(item) & seen or _covered(search, [*searched, *wider])):
                 kept.append(item)
+                if search is not None:
+                    searched.append(search)
             seen.update(_shown_keys(item))
         return tuple(kept)
 
