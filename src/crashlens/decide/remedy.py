@@ -245,10 +245,15 @@ _THEN = re.compile(r"\s*(?:&&|\|\||;)\s*")
 """Where a compound command's next part starts."""
 
 
+def _command_words(command: str) -> list[str]:
+    """A command's words, its trailing comment and any device choice left out."""
+    return _DEVICE_SELECTOR.sub("", command.split("#", 1)[0]).split()
+
+
 def _plain_command(command: str) -> str:
     """A command as a reader compares it: its comment, a leading sudo and a device choice
     aside, spacing normalised."""
-    words = _DEVICE_SELECTOR.sub("", command.split("#", 1)[0]).split()
+    words = _command_words(command)
     return " ".join(words[1:] if words[:1] == ["sudo"] else words)
 
 
@@ -268,8 +273,7 @@ def _command_key(command: str) -> str:
     number or size an option is given (a rule's computed `--shm-size=8g` and the fallback
     `--shm-size=16g` for when nothing was computed are one fix) and whatever device is chosen
     (`sudo` kept, so two kernel-log searches for different lines both stay)."""
-    plain = _DEVICE_SELECTOR.sub("", command.split("#", 1)[0])
-    return " ".join(_SIZE_VALUE.sub("=<n>", word) for word in plain.split()[:3])
+    return " ".join(_SIZE_VALUE.sub("=<n>", word) for word in _command_words(command)[:3])
 
 
 def actions(steps: Iterable[Step], ctx: Mapping[str, str], limit: int = 6) -> list[Action]:
@@ -390,6 +394,17 @@ def summary(rule: Rule, ctx: Mapping[str, str]) -> str:
     return fill(rule.summary, ctx) or rule.title
 
 
+def _block_actions(remedy: Remedy) -> tuple[Action, ...]:
+    """A block's steps as the report shows them (a generic block's hold no placeholders)."""
+    return tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
+
+
+def _generic_category(remedy: Remedy) -> Category | None:
+    """The category a `generic_for` block ends; None: the `unknown` verdict's list."""
+    assert remedy.generic_for is not None
+    return None if remedy.generic_for == GENERIC_UNKNOWN else Category(remedy.generic_for)
+
+
 def generic_checks(remedies: Mapping[str, Remedy]) -> Mapping[Category | None, tuple[Action, ...]]:
     """The checks of the `generic_for` blocks, by category; None: what `unknown` ends with.
 
@@ -397,10 +412,8 @@ def generic_checks(remedies: Mapping[str, Remedy]) -> Mapping[Category | None, t
     """
     checks: dict[Category | None, tuple[Action, ...]] = dict.fromkeys((None, *Category), ())
     for remedy in remedies.values():
-        if remedy.generic_for is None or remedy.accelerator is not None:
-            continue
-        key = None if remedy.generic_for == GENERIC_UNKNOWN else Category(remedy.generic_for)
-        checks[key] = tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
+        if remedy.generic_for is not None and remedy.accelerator is None:
+            checks[_generic_category(remedy)] = _block_actions(remedy)
     return MappingProxyType(checks)
 
 
@@ -410,10 +423,7 @@ def accelerator_checks(
     """The `generic_for` blocks written for one accelerator family, by (category, family)."""
     return MappingProxyType(
         {
-            (
-                None if remedy.generic_for == GENERIC_UNKNOWN else Category(remedy.generic_for),
-                remedy.accelerator,
-            ): tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
+            (_generic_category(remedy), remedy.accelerator): _block_actions(remedy)
             for remedy in remedies.values()
             if remedy.generic_for is not None and remedy.accelerator is not None
         }
@@ -434,7 +444,7 @@ def source_checks(remedies: Mapping[str, Remedy]) -> Mapping[str, tuple[Action, 
     """The checks of the `unknown_with` blocks, by launcher, platform or input kind."""
     return MappingProxyType(
         {
-            source: tuple(Action(step.text, step.command, step.lang) for step in remedy.steps)
+            source: _block_actions(remedy)
             for remedy in remedies.values()
             for source in remedy.unknown_with
         }

@@ -667,8 +667,10 @@ def load_remedies(directory: Path) -> dict[str, Remedy]:
     generic: dict[tuple[str, str], str] = {}
     for path in sorted((directory / REMEDY_DIR).glob("*.toml")):
         remedy = parse_remedy(_table(path, path.read_bytes()), str(path))
-        generic_key = f"{remedy.generic_for}/{remedy.accelerator or 'default'}"
-        named = [("generic_for", generic_key)] if remedy.generic_for else []
+        # one default block per category, and one per category and accelerator family
+        named = []
+        if remedy.generic_for:
+            named = [("generic_for", f"{remedy.generic_for}/{remedy.accelerator or 'default'}")]
         for field, value in [*named, *(("unknown_with", v) for v in remedy.unknown_with)]:
             if (field, value) in generic:
                 also = generic[(field, value)]
