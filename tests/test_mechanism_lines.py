@@ -25,6 +25,7 @@ import test_dq_mechanisms
 import test_dr_mechanisms
 import test_dt_mechanisms
 import test_dv_mechanisms
+import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
 TABLES = {
@@ -47,6 +48,7 @@ TABLES = {
     "dr": test_dr_mechanisms.LINES_AND_RULES,
     "dt": test_dt_mechanisms.LINES_AND_RULES,
     "dv": test_dv_mechanisms.LINES_AND_RULES,
+    "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [
     pytest.param(line, rule, id=f"{batch}-{index}-{rule}")

@@ -1,0 +1,115 @@
+"""Mechanisms found by probing the analyzer with the field's own output (torch's capability
+check, the Xid catalog's recovery action, the kernel GPU drivers' hang watchdogs, the CUDA
+toolkit's and torch's shared libraries), not from a corpus batch: lines written for the tests
+in each program's real format, each tied to the source that prints it in its rule's comment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashlens.pipeline import analyze
+
+# read by tests/test_mechanism_lines.py
+LINES_AND_RULES = [
+    (
+        "    Minimum and Maximum cuda capability supported by this version of PyTorch is",
+        "driver-gpu-arch-unsupported-by-torch",
+    ),
+    (
+        "    PyTorch no longer supports this GPU because it is too old.",
+        "driver-gpu-arch-unsupported-by-torch",
+    ),
+    (
+        "    Found GPU0 NVIDIA GeForce RTX 3080 which requires CUDA_VERSION >= 11000 to",
+        "driver-gpu-arch-unsupported-by-torch",
+    ),
+    (
+        "[Mon Dec  7 03:12:44 2026] NVRM: Xid (PCI:0000:41:00): 154, GPU recovery action changed"
+        " from 0x0 (None) to 0x2 (Node Reboot Required)",
+        "hardware-xid-154-reset-or-reboot-required",
+    ),
+    (
+        "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring comp_1.1.0 timeout, signaled seq=88,"
+        " emitted seq=91",
+        "hardware-gpu-hang-watchdog-timeout",
+    ),
+    (
+        "NVRM: RC watchdog: GPU is probably locked!  Notify Timeout Seconds: 7",
+        "hardware-gpu-hang-watchdog-timeout",
+    ),
+    (
+        "ImportError: libc10_cuda.so: cannot open shared object file: No such file or directory",
+        "driver-library-missing",
+    ),
+    (
+        "OSError: libnvToolsExt.so.1: cannot open shared object file: No such file or directory",
+        "driver-library-missing",
+    ),
+]
+
+
+def _verdict_and_top(tmp_path: Path, name: str, text: str) -> tuple[str, str | None]:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    report = analyze([str(path)])
+    top = report.causes[0].category.value if report.causes else None
+    return str(report.verdict), top
+
+
+def test_torchs_capability_range_warning_before_a_stop_is_the_driver(tmp_path: Path) -> None:
+    # torch 2.7+'s three-line warning for a Pascal GPU under a cu128 build, then the log stops
+    log = (
+        "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:287: UserWarning: \n"
+        "    Found GPU0 NVIDIA GeForce GTX 1080 Ti which is of cuda capability 6.1.\n"
+        "    Minimum and Maximum cuda capability supported by this version of PyTorch is\n"
+        "    (7.0) - (12.0)\n"
+        "  warnings.warn(\n"
+    )
+    assert _verdict_and_top(tmp_path, "train.log", log) == ("driver", "driver")
+
+
+def test_a_reboot_required_xid_154_alone_is_a_gpu_fault_not_a_healthy_run(tmp_path: Path) -> None:
+    log = (
+        "[Mon Dec  7 03:12:40 2026] NVRM: GPU at PCI:0000:41:00:"
+        " GPU-5a1f0c3e-2b7d-4e11-9c0a-7d3e2f1b6a90\n"
+        "[Mon Dec  7 03:12:44 2026] NVRM: Xid (PCI:0000:41:00): 154, GPU recovery action changed"
+        " from 0x0 (None) to 0x2 (Node Reboot Required)\n"
+    )
+    verdict, top = _verdict_and_top(tmp_path, "dmesg.txt", log)
+    assert verdict != "none"
+    assert top == "hardware"
+
+
+def test_an_xid_154_that_clears_the_action_is_not_a_fault(tmp_path: Path) -> None:
+    log = (
+        "[Mon Dec  7 03:40:02 2026] NVRM: Xid (PCI:0000:41:00): 154, GPU recovery action changed"
+        " from 0x2 (Node Reboot Required) to 0x0 (None)\n"
+    )
+    path = tmp_path / "dmesg.txt"
+    path.write_text(log, encoding="utf-8")
+    rules = {e.rule for c in analyze([str(path)]).causes for e in c.evidence}
+    assert "hardware-xid-154-reset-or-reboot-required" not in rules
+
+
+def test_an_amdgpu_ring_timeout_and_reset_is_a_gpu_hang_not_a_healthy_run(tmp_path: Path) -> None:
+    log = (
+        "[Mon Dec  7 04:01:10 2026] amdgpu 0000:c3:00.0: amdgpu: ring comp_1.0.0 timeout,"
+        " signaled seq=4411, emitted seq=4413\n"
+        "[Mon Dec  7 04:01:10 2026] amdgpu 0000:c3:00.0: amdgpu: GPU reset begin!\n"
+    )
+    verdict, top = _verdict_and_top(tmp_path, "dmesg.txt", log)
+    assert verdict != "none"
+    assert top == "hardware"
+
+
+def test_torchs_missing_cuda_half_is_the_driver(tmp_path: Path) -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/train.py", line 3, in <module>\n'
+        "    import torch\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/__init__.py", line 237,'
+        " in <module>\n"
+        "    from torch._C import *  # noqa: F403\n"
+        "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory\n"
+    )
+    assert _verdict_and_top(tmp_path, "train.log", log) == ("driver", "driver")
