@@ -25,6 +25,7 @@ import test_dq_mechanisms
 import test_dr_mechanisms
 import test_dt_mechanisms
 import test_dv_mechanisms
+import test_dx_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -48,6 +49,7 @@ TABLES = {
     "dr": test_dr_mechanisms.LINES_AND_RULES,
     "dt": test_dt_mechanisms.LINES_AND_RULES,
     "dv": test_dv_mechanisms.LINES_AND_RULES,
+    "dx": test_dx_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [

@@ -58,7 +58,7 @@ from crashlens.decide.ending_signs import (
     position,
     stop_harmless,
 )
-from crashlens.decide.ignored import LIFESPAN_SAYS, without_ignored
+from crashlens.decide.ignored import LIFESPAN_SAYS, RUNNER_SAYS, without_ignored
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
 from crashlens.decide.stop_order import (
@@ -570,6 +570,8 @@ def _ending_sign(kind: str, item: Fact, add: _Add) -> None:
         add(Ending.COMPLETED, "exit-0", "the last error was raised as the interpreter shut down")
     elif teardown == "lifespan":
         add(Ending.STOPPED, "interrupt", LIFESPAN_SAYS)
+    elif teardown == "runner":
+        add(Ending.STOPPED, "interrupt", RUNNER_SAYS)
     elif teardown is not None:
         return  # Python reported and ignored it (a thread's or a finalizer's exception)
     elif kind in ("traceback", "exception"):

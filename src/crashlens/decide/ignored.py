@@ -28,6 +28,13 @@ the decision reads before anything else (`with_known_reports`, called by `decide
   still running). A server's shutdown, which `decide.failure` reads as a stop; but only with
   no other uncaught exception in view: a server that an error brought down (an engine that
   died, then the server shut down) is torn down the same way, and that error is the ending.
+* `runner`: asyncio's `CancelledError` raised in `asyncio.run()` itself (asyncio/runners.py)
+  where the same log shows a Ctrl-C (its echo, a SIGINT, a KeyboardInterrupt): since Python
+  3.11 the runner turns SIGINT into the main task's cancellation, and raises KeyboardInterrupt
+  while handling the CancelledError that comes back, so a server stopped with Ctrl-C (uvicorn,
+  an inference server's API) ends in this chain; a paste cut after its first part shows only
+  the CancelledError. Without a Ctrl-C in view the program cancelled its own main task, which
+  is no stop; and, as for `lifespan`, another uncaught exception in view is the ending.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from crashlens.model import Fact, FactValue, Hit, InputAnalysis
 from crashlens.text.clip import shortened
 
 IGNORED_REPORTS = frozenset(
-    {"finalizer", "shutdown", "handled", "cancelled", "tracker", "lifespan"}
+    {"finalizer", "shutdown", "handled", "cancelled", "tracker", "lifespan", "runner"}
 )
 """`teardown` kinds of a `python.exception` whose process went on (or was exiting)."""
 WHY_HARMLESS = {
@@ -58,6 +65,9 @@ WHY_HARMLESS = {
     "run",
     "lifespan": "the server's lifespan task, cancelled as its event loop shut down (uvicorn's "
     "shutdown on a stop signal: Ctrl-C, SIGTERM), not an error of the application",
+    "runner": "asyncio.run()'s main task, cancelled by the Ctrl-C the log shows (since Python "
+    "3.11 the runner turns SIGINT into that cancellation, then raises KeyboardInterrupt), not "
+    "an error of the program",
 }
 """Why each kind of report the process went on from is harmless, as a clause."""
 MAX_LISTED = 8
@@ -109,6 +119,8 @@ TRACKER_FILE = re.compile(r"(?:^|[/\\])(?:resource_tracker|semaphore_tracker)\.p
 """multiprocessing's resource tracker (`semaphore_tracker.py` before Python 3.8), or loky's."""
 LIFESPAN_FILE = re.compile(r"(?:^|[/\\])uvicorn[/\\]lifespan[/\\]on\.py$")
 """uvicorn's lifespan protocol, whose `receive()` the ASGI app's lifespan task awaits."""
+RUNNER_FILE = re.compile(r"(?:^|[/\\])asyncio[/\\]runners\.py$")
+"""asyncio's runner: `asyncio.run()`, which cancels its main task on SIGINT (Python 3.11+)."""
 CANCELLED = re.compile(r"^(?:asyncio\.(?:exceptions\.)?)?CancelledError$")
 """asyncio's cancellation, as Python prints it (3.8+: `asyncio.exceptions.CancelledError`)."""
 REPORT_KEYS = frozenset({"python.exception", "log.ends_with"})
@@ -122,6 +134,8 @@ def known_report(stack: Fact) -> str | None:
         return "tracker"
     if CANCELLED.search(exception) and any(LIFESPAN_FILE.search(f) for f in files):
         return "lifespan"
+    if CANCELLED.search(exception) and any(RUNNER_FILE.search(f) for f in files):
+        return "runner"
     return None
 
 
@@ -131,14 +145,25 @@ def with_known_reports(analyses: Sequence[InputAnalysis]) -> list[InputAnalysis]
     log's ending at such an exception line too."""
     kinds: dict[tuple[str, int], str] = {}
     for analysis in analyses:
+        interrupted = _shows_interrupt(analysis.facts)
         for item in analysis.facts:
             if item.key == "python.stack" and item.lineno is not None:
                 kind = known_report(item)
-                if kind is not None:
+                if kind is not None and (kind != "runner" or interrupted):
                     kinds[(item.path, item.lineno)] = kind
     if _uncaught_besides(analyses, kinds):
-        kinds = {place: kind for place, kind in kinds.items() if kind != "lifespan"}
+        kinds = {place: kind for place, kind in kinds.items() if kind not in ("lifespan", "runner")}
     return [_marked(analysis, kinds) for analysis in analyses]
+
+
+def _shows_interrupt(facts: Sequence[Fact]) -> bool:
+    """Whether a log shows a Ctrl-C: its echo or a SIGINT read as a signal, or Python's
+    KeyboardInterrupt."""
+    return any(
+        (item.key == "launcher.signal" and item.value == "SIGINT")
+        or (item.key == "python.exception" and str(item.value).startswith("KeyboardInterrupt"))
+        for item in facts
+    )
 
 
 def _uncaught_besides(analyses: Sequence[InputAnalysis], kinds: dict[tuple[str, int], str]) -> bool:
@@ -189,3 +214,8 @@ LIFESPAN_SAYS = (
     "(uvicorn's shutdown on a stop signal: Ctrl-C, SIGTERM)"
 )
 """The stop a `lifespan` report at the end of a log shows (`decide.failure`)."""
+RUNNER_SAYS = (
+    "the log ends with asyncio.run()'s main task cancelled by the Ctrl-C it shows (the user's "
+    "stop of an asyncio program, a server's Ctrl-C)"
+)
+"""The stop a `runner` report at the end of a log shows (`decide.failure`)."""

@@ -17,7 +17,8 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   call first):`); attr `after_timeout` (a `Timeout (0:05:00)!` line came first: a hang
   watchdog's dump, not a crash).
 * `log.fatal`: str the mechanism of a line a dying process prints (`ending.FATAL_LINES`:
-  python-fatal, cpp-terminate, c-assert, glibc-abort, core-dumped, glog-fatal, panic); the
+  python-fatal, cpp-terminate, c-assert, glibc-abort, core-dumped, glog-fatal, panic,
+  ggml-abort, abort-message, cuda-sample-fail); the
   first line of each mechanism.
 * `process.exit_code`: int an exit status in a program's generic wording (`exited with code
   137`, `Process finished with exit code 0`, `exit status 1`, a ProcessFailure's
@@ -656,7 +657,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         r"|^F[0-9]{4} [0-9:.]+ |\[F[0-9]{4} |Check failed: |[0-9]: F [a-z_/]|^panic: "
         r"|^fatal error: "
         r"|' panicked at"
-        r"|current device: [0-9]+, in function |GGML_ASSERT",
+        r"|current device: [0-9]+, in function |GGML_ASSERT"
+        r"|^[ \t]*Aborting(?:\.{1,3})?[ \t]*$|^[ \t]*Result = FAIL[ \t]*$",
         D.on_fatal,
     ),
     Anchor(

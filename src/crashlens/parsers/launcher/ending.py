@@ -100,6 +100,12 @@ FATAL_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|GGML_ASSERT(?:\(|: )[^\n]* failed|GGML_ASSERT: [^ \n]+:[0-9]+: "
         ),
     ),
+    # A program's own last word before it calls abort() or exit(1), alone on its line: the
+    # check macros of CUDA projects print the failed call's code and place, then `Aborting...`
+    # (TASO's `checkCUDA`, Caffe-era helpers); and the CUDA samples' verdict (`Result = FAIL`,
+    # printed by deviceQuery and the other samples just before `exit(EXIT_FAILURE)`).
+    ("abort-message", re.compile(r"^[ \t]*Aborting(?:\.{1,3})?[ \t]*$")),
+    ("cuda-sample-fail", re.compile(r"^[ \t]*Result = FAIL[ \t]*$")),
 )
 """Lines a process prints as it dies (`name`, pattern), each naming the mechanism."""
 

@@ -1,0 +1,110 @@
+"""Mechanisms learned from batch 2026-12-07-dx's misses, tested on lines and logs written for
+the tests (each mechanism's source is in its rule's or module's comment): a check macro's bare
+CUDA code and its `Aborting...`, the CUDA samples' `Result = FAIL`, modprobe failing on an
+NVIDIA module, the Go runtime out of memory, object-storage endpoints out of reach, cuBLAS's
+NOT_SUPPORTED, and asyncio.run()'s cancellation by Ctrl-C."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashlens.model import Report
+from crashlens.pipeline import analyze
+
+# read by tests/test_mechanism_lines.py
+LINES_AND_RULES = [
+    ("CUDA failure: 2", "gpu-oom-cuda-check-at-source-out-of-memory"),
+    (
+        "modprobe: ERROR: could not insert 'nvidia_uvm': Exec format error",
+        "driver-module-not-built-for-kernel",
+    ),
+    (
+        "modprobe: ERROR: ../libkmod/libkmod-module.c:838 kmod_module_insert_module() could not"
+        " find module by name='nvidia_470'",
+        "driver-module-not-built-for-kernel",
+    ),
+    ("ollama  | fatal error: runtime: out of memory", "host-oom-go-runtime-out-of-memory"),
+    (
+        "runtime: out of memory: cannot allocate 8388608-byte block (2147483648 in use)",
+        "host-oom-go-runtime-out-of-memory",
+    ),
+    (
+        'EndpointConnectionError: Could not connect to the endpoint URL: "https://obs.example.com/'
+        'bucket/ckpt/model.ckpt-200.index"',
+        "network-http-connect-failed",
+    ),
+    (
+        "2026-12-07 09:10:11.123: E tensorflow/core/platform/s3/aws_logging.cc:60] Unable to"
+        " connect to endpoint",
+        "network-http-connect-failed",
+    ),
+    (
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasLtMatmul("
+        " ltHandle, computeDesc.descriptor(), &alpha_val, mat1_ptr, Adesc.descriptor())`",
+        "driver-cublas-operation-not-supported",
+    ),
+]
+
+
+def _report(tmp_path: Path, name: str, text: str) -> Report:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return analyze([str(path)])
+
+
+def test_a_check_macros_abort_before_the_prompt_is_a_death_not_a_finish(tmp_path: Path) -> None:
+    log = (
+        "user@gpu-box:~/proj$ ./bench --size 40000\n"
+        "loading 40000 x 40000 matrices\n"
+        "CUDA failure: 2\n"
+        "/home/user/proj/src/gemm.cu:118\n"
+        "Aborting...\n"
+        "user@gpu-box:~/proj$ \n"
+    )
+    report = _report(tmp_path, "terminal.log", log)
+    assert report.assessment.ending.value == "died"
+    assert str(report.verdict) == "gpu_oom"
+
+
+def test_a_cuda_samples_fail_verdict_is_a_death(tmp_path: Path) -> None:
+    log = (
+        "./deviceQuery Starting...\n"
+        "\n"
+        " CUDA Device Query (Runtime API) version (CUDART static linking)\n"
+        "\n"
+        "modprobe: ERROR: could not insert 'nvidia_uvm': Unknown symbol in module, or unknown"
+        " parameter (see dmesg)\n"
+        "cudaGetDeviceCount returned 999\n"
+        "-> unknown error\n"
+        "Result = FAIL\n"
+    )
+    report = _report(tmp_path, "devicequery.log", log)
+    assert report.assessment.ending.value == "died"
+    assert str(report.verdict) == "driver"
+
+
+_SERVER_STOPPED = (
+    "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n"
+    "{interrupt}INFO:     Shutting down\n"
+    "INFO:     Waiting for application shutdown.\n"
+    "INFO:     Application shutdown complete.\n"
+    "INFO:     Finished server process [4242]\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3.12/asyncio/runners.py", line 118, in run\n'
+    "    return self._loop.run_until_complete(task)\n"
+    '  File "/usr/lib/python3.12/asyncio/base_events.py", line 687, in run_until_complete\n'
+    "    return future.result()\n"
+    "asyncio.exceptions.CancelledError\n"
+)
+
+
+def test_asyncio_runs_cancellation_after_a_ctrl_c_is_the_users_stop(tmp_path: Path) -> None:
+    report = _report(tmp_path, "serve.log", _SERVER_STOPPED.format(interrupt="^C"))
+    assert report.assessment.ending.value == "stopped"
+    assert str(report.verdict) == "none"
+
+
+def test_asyncio_runs_cancellation_without_a_ctrl_c_is_no_stop(tmp_path: Path) -> None:
+    # the program cancelled its own main task: nothing in the log shows a stop
+    report = _report(tmp_path, "serve.log", _SERVER_STOPPED.format(interrupt=""))
+    assert report.assessment.ending.value != "stopped"
