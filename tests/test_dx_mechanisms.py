@@ -108,3 +108,69 @@ def test_asyncio_runs_cancellation_without_a_ctrl_c_is_no_stop(tmp_path: Path) -
     # the program cancelled its own main task: nothing in the log shows a stop
     report = _report(tmp_path, "serve.log", _SERVER_STOPPED.format(interrupt=""))
     assert report.assessment.ending.value != "stopped"
+
+
+def test_a_vms_power_key_in_its_journal_is_a_stop_from_outside(tmp_path: Path) -> None:
+    log = (
+        "Mar  3 02:11:40 trainer-7 kernel: [81234.000000] docker0: port 1(veth3) entered"
+        " disabled state\n"
+        "Mar  3 02:11:41 trainer-7 systemd-logind[901]: Power key pressed.\n"
+        "Mar  3 02:11:41 trainer-7 systemd-logind[901]: Powering Off...\n"
+    )
+    report = _report(tmp_path, "syslog.txt", log)
+    assert report.assessment.ending.value == "stopped"
+    assert str(report.verdict) == "none"
+
+
+def test_a_power_key_after_a_gpu_fault_does_not_hide_the_fault(tmp_path: Path) -> None:
+    log = (
+        "Mar  3 01:58:02 trainer-7 kernel: NVRM: Xid (PCI:0000:17:00): 79, pid=2211,"
+        " name=python3, GPU has fallen off the bus.\n"
+        "Mar  3 02:11:41 trainer-7 systemd-logind[901]: Power key pressed.\n"
+    )
+    assert str(_report(tmp_path, "syslog.txt", log).verdict) == "hardware"
+
+
+_INTERRUPTED = (
+    "Traceback (most recent call last):\n"
+    '  File "serve.py", line 40, in <module>\n'
+    "    loop.run_forever()\n"
+    '  File "/usr/lib/python3.10/selectors.py", line 469, in select\n'
+    "    fd_event_list = self._selector.poll(timeout, max_ev)\n"
+    "KeyboardInterrupt\n"
+)
+
+
+def test_a_native_assertion_after_an_uncaught_ctrl_c_is_the_exits_teardown(
+    tmp_path: Path,
+) -> None:
+    log = _INTERRUPTED + (
+        "ASSERTION_FAILED ([5.5]:~CudaPipeline():pipeline.cc:51) Assertion failed:"
+        " (channels_.empty())\n"
+        "\n"
+        "[ Stack-Trace: ]\n"
+        "/opt/venv/lib/python3.10/site-packages/engine/libengine.so(Logger::Log() const+0x766)"
+        " [0x7f0526dfb896]\n"
+    )
+    report = _report(tmp_path, "serve.log", log)
+    assert report.assessment.ending.value == "stopped"
+    assert str(report.verdict) == "none"
+
+
+def test_an_error_python_raised_after_a_ctrl_c_is_still_the_failure(tmp_path: Path) -> None:
+    # a notebook: one cell interrupted, the next one ran out of GPU memory
+    log = _INTERRUPTED + (
+        "Traceback (most recent call last):\n"
+        '  File "<ipython-input-7>", line 3, in <module>\n'
+        "    out = model(batch.cuda())\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a"
+        " total capacity of 15.77 GiB of which 1.02 GiB is free.\n"
+    )
+    assert str(_report(tmp_path, "notebook.log", log).verdict) == "gpu_oom"
+
+
+def test_an_abort_after_an_uncaught_ctrl_c_is_the_exits_teardown(tmp_path: Path) -> None:
+    log = _INTERRUPTED + ("terminate called without an active exception\nAborted (core dumped)\n")
+    report = _report(tmp_path, "serve.log", log)
+    assert report.assessment.ending.value == "stopped"
+    assert str(report.verdict) == "none"

@@ -26,6 +26,7 @@ import test_dr_mechanisms
 import test_dt_mechanisms
 import test_dv_mechanisms
 import test_dx_mechanisms
+import test_dy_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -50,6 +51,7 @@ TABLES = {
     "dt": test_dt_mechanisms.LINES_AND_RULES,
     "dv": test_dv_mechanisms.LINES_AND_RULES,
     "dx": test_dx_mechanisms.LINES_AND_RULES,
+    "dy": test_dy_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [

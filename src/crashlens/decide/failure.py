@@ -59,6 +59,7 @@ from crashlens.decide.ending_signs import (
     stop_harmless,
 )
 from crashlens.decide.ignored import LIFESPAN_SAYS, RUNNER_SAYS, without_ignored
+from crashlens.decide.interrupt_end import interrupt_superseded, interrupt_teardown
 from crashlens.decide.last_output import read_last_record
 from crashlens.decide.peer_wait import stopped_waiting
 from crashlens.decide.stop_order import (
@@ -205,6 +206,12 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
     failed = [s for s in finishes if failed_request(s.fact, facts, hits, index.failure)]
     finishes = [s for s in finishes if s not in failed]
     deaths += [Sign(Ending.DIED, "report", s.fact, FAILED_REQUEST_SAYS) for s in failed]
+    # An uncaught KeyboardInterrupt ends the interpreter: a native crash after it in the same
+    # log (an assertion in a destructor, a fatal error at interpreter shutdown) is that exit's
+    # teardown, unless Python went on to raise something else there (a notebook's next cell).
+    stops = [s for s in stops if not interrupt_superseded(s, facts, hits, index)]
+    interrupted = interrupt_teardown(stops, deaths, facts)
+    deaths = [s for s in deaths if s not in interrupted]
     if _scheduler_stopped(stops):
         # A scheduler's stop ends with SIGKILL after the grace period: that kill is the stop.
         stops += [s for s in deaths if _is_stop_kill(s)]
@@ -394,6 +401,13 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         )
     elif key == "python.exception" and item.attr("source") in ("error-file", "torchelastic-report"):
         _exception_sign(str(value), add, "torchelastic recorded ")
+    elif (
+        key == "python.exception"
+        and str(value).startswith(USER_STOP_EXCEPTIONS)
+        and item.attr("teardown") is None
+        and item.attr("source") == "log"
+    ):
+        add(Ending.STOPPED, "interrupt", f"a user interrupt ({str(value).split(':')[0]})")
     elif key == "torchelastic.error_code":
         add(Ending.DIED, "report", f"the worker's error file records error code {value}")
     elif key == "python.exiting":
@@ -454,6 +468,9 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
             add(Ending.STOPPED, "scheduler", f"Slurm cancelled the job{what}")
     elif key == "platform.time_limit":
         add(Ending.STOPPED, "scheduler", f"{value} ended the work at its time limit")
+    elif key == "platform.shutdown":
+        why = "its cloud's preemption notice" if value == "preemption" else "its power key"
+        add(Ending.STOPPED, "scheduler", f"the machine was shut down from outside ({why})")
     elif key == "slurm.task_failure":
         _srun_sign(str(value), add)
     elif key == "pbs.killed":

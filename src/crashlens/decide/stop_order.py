@@ -142,7 +142,7 @@ def explicit_stop(item: Fact) -> bool:
         return value in STOPPED_PBS
     if key == "process.exit_code" and item.attr("lsf_term") is not None:
         return str(item.attr("lsf_term")) in STOPPED_LSF
-    if key == "platform.time_limit":
+    if key in ("platform.time_limit", "platform.shutdown"):
         return True
     if key == "slurm.task_failure":
         return value.lower() == "interrupt"

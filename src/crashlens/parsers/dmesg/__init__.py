@@ -60,6 +60,8 @@ Fact keys:
 - `launcher.signal` (source `text`), `process.exit_code`: a death a service's own lines print of a
   process it ran, in a journal or syslog (Go's `signal: killed`, `exit status N`, systemd's
   `code=killed, status=9/KILL`); attr service (its syslog identifier). See `services.py`.
+- `platform.shutdown`: str the machine shut down from outside (`power key`: systemd-logind's
+  `Power key pressed`; `preemption`: a cloud's preemption notice). See `services.py`.
 """
 
 from __future__ import annotations

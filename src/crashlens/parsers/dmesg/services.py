@@ -19,6 +19,11 @@ that death in a kernel-log input too. Only lines a service wrote count (a syslog
 prefix whose identifier is not `kernel`); the kernel's own reports of a death are read apart
 (`kernel.oom_kill`, `kernel.segfault`). A signal that is an outside stop (SIGINT, SIGTERM,
 SIGHUP) is left out: in a node's journal it is mostly a unit stopped at shutdown or restart.
+
+The machine's own shutdown from outside is a `platform.shutdown` fact (as the launcher parser
+reads it, `parsers/launcher/deaths.py`): systemd-logind's `Power key pressed` (the ACPI power
+button a hypervisor presses to stop or preempt a cloud VM) and Taskcluster's worker relaying
+GCP's `termination is imminent` notice.
 """
 
 from __future__ import annotations
@@ -31,7 +36,10 @@ from crashlens.parsers.dmesg.prefixes import JOURNAL_ISO, SYSLOG
 from crashlens.parsers.launcher.signals import SIGNAL_WORDS, SIGNALS
 from crashlens.text.values import bounded_int
 
-ANCHOR = r"signal: [a-z]|exit status [0-9]|code=(?:killed|dumped), status=[0-9]"
+ANCHOR = (
+    r"signal: [a-z]|exit status [0-9]|code=(?:killed|dumped), status=[0-9]"
+    r"|Power key pressed|GCP Metadata Service says termination is imminent"
+)
 """Line-safe: what the collector must be fed (the handler re-checks with the regexes below)."""
 MAX_DEATHS = 50
 """Facts kept per journal (one per signal or exit status and process)."""
@@ -68,7 +76,15 @@ class ServiceDeaths:
         if service is None or service[0] == "kernel" or len(self.facts) >= MAX_DEATHS:
             return
         ident, pid = service
-        if (go := _GO_SIGNAL.search(line.text)) is not None:
+        if (ident == "systemd-logind" and "Power key pressed" in line.text) or (
+            "GCP Metadata Service says termination is imminent" in line.text
+        ):
+            what = "power key" if ident == "systemd-logind" else "preemption"
+            self.facts.setdefault(
+                ("platform.shutdown", what, ""),
+                fact("platform.shutdown", what, self.path, line.lineno, text=line.raw),
+            )
+        elif (go := _GO_SIGNAL.search(line.text)) is not None:
             number = SIGNAL_WORDS.get(go[1].strip())
             self._signal(SIGNALS.get(number) if number else None, line, ident, pid)
         elif (unit := _SYSTEMD.search(line.text)) is not None:

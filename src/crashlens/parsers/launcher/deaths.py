@@ -37,6 +37,10 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   `vmem`, ...: `=>> PBS: job killed: walltime 3650 exceeded limit 3600`).
 * `platform.time_limit`: str the platform that ended the work at its time limit (`ZeroGPU`: a
   Hugging Face Space's GPU call that outran its lease, `GPU task aborted`).
+* `platform.shutdown`: str who shut the machine down under the job, from the machine's own
+  log: `power key` (systemd-logind's `Power key pressed`: the ACPI power button a hypervisor
+  presses to stop or preempt a cloud VM, or a person's), `preemption` (Taskcluster's worker
+  passing on GCP's notice, `GCP Metadata Service says termination is imminent`).
 * `lsf.term`: str the termination reason an IBM Spectrum LSF job report gives (`TERM_RUNLIMIT`,
   `TERM_MEMLIMIT`, `TERM_OWNER`, ...); the report's `Exited with exit code N.` just below it is
   a `process.exit_code` with attr `lsf_term` (that reason).
@@ -484,6 +488,10 @@ class DeathSigns(AnchoredCollector):
     def on_gpu_lease_end(self, line: Line) -> None:
         self._sign("platform.time_limit", "ZeroGPU", line)
 
+    def on_machine_shutdown(self, line: Line) -> None:
+        what = "preemption" if "termination is imminent" in line.text else "power key"
+        self._sign("platform.shutdown", what, line)
+
     def on_lsf_term(self, line: Line) -> None:
         if m := _LSF_TERM.match(line.text):
             self.lsf_term = (m.group(1), line.lineno)
@@ -696,6 +704,14 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # for at most its `@spaces.GPU(duration=...)` seconds (60 by default), and ends a call that
     # outruns the lease with `gr.Error("GPU task aborted")`: the platform's time limit
     Anchor(r"GPU task aborted", D.on_gpu_lease_end),
+    # the machine shut down from outside: the ACPI power button as systemd-logind logs it (how
+    # GCE and other hypervisors stop or preempt a VM), and Taskcluster's worker relaying GCP's
+    # preemption notice
+    Anchor(
+        r"systemd-logind(?:\[[0-9]+\])?:? Power key pressed"
+        r"|GCP Metadata Service says termination is imminent",
+        D.on_machine_shutdown,
+    ),
     # an LSF job report's termination reason
     Anchor(r"^[ \t]*TERM_[A-Z_]+: [A-Za-z]", D.on_lsf_term),
     # a serving engine's own death sign (vLLM, SGLang, TGI)
