@@ -1,7 +1,8 @@
 """Mechanisms found by probing the analyzer with the field's own output (torch's capability
 check, the Xid catalog's recovery action, the kernel GPU drivers' hang watchdogs, the CUDA
-toolkit's and torch's shared libraries), not from a corpus batch: lines written for the tests
-in each program's real format, each tied to the source that prints it in its rule's comment."""
+toolkit's and torch's shared libraries, bitsandbytes' CPU build), not from a corpus batch:
+lines written for the tests in each program's real format, each tied to the source that prints
+it in its rule's comment."""
 
 from __future__ import annotations
 
@@ -44,6 +45,11 @@ LINES_AND_RULES = [
     (
         "OSError: libnvToolsExt.so.1: cannot open shared object file: No such file or directory",
         "driver-library-missing",
+    ),
+    (
+        "UserWarning: The installed version of bitsandbytes was compiled without GPU support."
+        " 8-bit optimizers and GPU quantization are unavailable.",
+        "driver-bitsandbytes-cpu-library-loaded",
     ),
 ]
 

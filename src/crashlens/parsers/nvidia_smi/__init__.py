@@ -52,7 +52,7 @@ from crashlens.parsers.nvidia_smi.csv import parse_csv, sniff_csv
 from crashlens.parsers.nvidia_smi.failures import FAILURES, parse_failures
 from crashlens.parsers.nvidia_smi.gpu import FactEmitter
 from crashlens.parsers.nvidia_smi.listing import LIST_GPU_RE, TOPO_HEADER_RE, parse_list, parse_topo
-from crashlens.parsers.nvidia_smi.query import looks_like_query, parse_query
+from crashlens.parsers.nvidia_smi.query import looks_like_query, parse_query, section_excerpt
 from crashlens.parsers.nvidia_smi.table import BANNER_RE, TABLE_HEADER_RE, parse_table
 from crashlens.parsers.nvidia_smi.xml import parse_query_xml
 
@@ -91,6 +91,13 @@ def _sniff_lines(lines: list[str]) -> float:
         return 1.0 if len(lines) <= 6 else 0.45
     if looks_like_query(lines[:_SNIFF_TOP]):
         return 0.9
+    if section_excerpt(lines[:_SNIFF_TOP]):
+        return 0.85
+    if any(TABLE_HEADER_RE.match(line) for line in top):
+        # the table pasted without its banner (a cut-down paste in an issue): certain only
+        # when the input is mostly table lines
+        share = sum(1 for line in lines if _TABLE_LINE_RE.match(line)) / len(lines)
+        return 0.85 if share >= 0.6 else 0.3
     if LIST_GPU_RE.match(lines[0]):
         return 0.95
     if any(TOPO_HEADER_RE.match(line) for line in top[:2]):
@@ -109,7 +116,8 @@ def _detect(lines: list[tuple[int, str]]) -> set[str]:
         "Name" in whole and any(TABLE_HEADER_RE.match(t) for t in stripped)
     ):
         found.add("table")
-    if "NVSMI LOG" in whole or ("Product " in whole and looks_like_query(texts)):
+    excerpt = section_excerpt([t for t in texts if t.strip()][:_SNIFF_TOP])
+    if "NVSMI LOG" in whole or ("Product " in whole and looks_like_query(texts)) or excerpt:
         found.add("query")
     if "<nvidia_smi_log" in whole:
         found.add("xml")
@@ -131,7 +139,8 @@ class NvidiaSmiParser(DocumentParser):
 
     @staticmethod
     def sniff(head: str) -> float:
-        """1.0 for the banner, NVSMI LOG, <nvidia_smi_log> or a failure line on its own."""
+        """1.0 for the banner, NVSMI LOG, <nvidia_smi_log> or a failure line on its own; 0.85
+        for a `-q` health section or the table pasted without their headers."""
         return _sniff_lines(_nonblank(head, 2000))
 
     def parse(self, text: str, path: str) -> DocumentResult:

@@ -287,10 +287,48 @@ def _q_top(
             state.attached = (count, lineno, line)
 
 
+_EXCERPT_SECTIONS = frozenset(
+    {"ecc errors", "retired pages", "remapped rows", "gpu reset status", *_CLOCK_EVENT_SECTIONS}
+)
+"""The health sections of a GPU block that a user pastes alone (`nvidia-smi -q -d ECC`,
+`-d ROW_REMAPPER`, `-d PAGE_RETIREMENT`, or a piece of a longer dump in an issue)."""
+_EXCERPT_TOP = 8
+"""Non-blank lines before the section a pasted excerpt may hold (a prompt, a command)."""
+_KEY_VALUE_RE = re.compile(r"^[ \t]*[A-Za-z][^:\n]{0,60}?[ \t]*: [^\n]")
+
+
+def section_excerpt(lines: list[str]) -> bool:
+    """Whether lines hold one of `_EXCERPT_SECTIONS` alone on its line, with a `Key : Value`
+    line among the three after it (`ECC Errors`, then `Volatile`, then its counters): a GPU
+    block's health section pasted without its `GPU 0000...` header."""
+    for at, line in enumerate(lines):
+        if line.strip().lower() in _EXCERPT_SECTIONS and ":" not in line:
+            return any(_KEY_VALUE_RE.match(after) for after in lines[at + 1 : at + 4])
+    return False
+
+
+def _excerpt_start(lines: list[tuple[int, str]]) -> int | None:
+    """The line number of the health section a banner-less, header-less excerpt opens with
+    (`section_excerpt`), or None (a whole dump, or no such section)."""
+    if any("NVSMI LOG" in line or _Q_GPU_RE.match(line) for _, line in lines):
+        return None
+    shown = [(lineno, line) for lineno, line in lines if line.strip()][:_EXCERPT_TOP]
+    if not section_excerpt([line for _, line in shown]):
+        return None
+    return next(n for n, line in shown if line.strip().lower() in _EXCERPT_SECTIONS)
+
+
 def parse_query(lines: list[tuple[int, str]], out: FactEmitter) -> None:
-    """`nvidia-smi -q`: an indentation tree, 4 spaces a level, one block per GPU."""
+    """`nvidia-smi -q`: an indentation tree, 4 spaces a level, one block per GPU. A health
+    section pasted alone (`section_excerpt`) is read as the block of one GPU whose address it
+    does not show."""
     state = _QueryState()
     started = False
+    excerpt_at = _excerpt_start(lines)
+    if excerpt_at is not None:
+        started = True
+        state.gpu = Gpu(index=0)
+        state.gpus.append(state.gpu)
     # Most of a dump is sections nothing reads (clocks, power, temperatures): their lines are
     # set aside unparsed, and parsed after all only if an error sentinel shows up there (its
     # label needs the section path). Leaving the section drops them: they could only have
@@ -300,7 +338,7 @@ def parse_query(lines: list[tuple[int, str]], out: FactEmitter) -> None:
     for lineno, line in lines:
         # A pasted tail may lack the banner: the first `GPU 0000...` block header also starts.
         started = started or "NVSMI LOG" in line or bool(_Q_GPU_RE.match(line))
-        if not started:
+        if not started or (excerpt_at is not None and lineno < excerpt_at):
             continue
         if unread_below is not None and line.strip() and "\t" not in line:
             if len(line) - len(line.lstrip(" ")) <= unread_below:
