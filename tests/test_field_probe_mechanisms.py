@@ -1,6 +1,6 @@
 """Mechanisms found by probing the analyzer with the field's own output (torch's capability
 check, the Xid catalog's recovery action, the kernel GPU drivers' hang watchdogs, the CUDA
-toolkit's and torch's shared libraries, bitsandbytes' CPU build), not from a corpus batch:
+toolkit's and torch's shared libraries, bitsandbytes' CPU build, HTTP 429), not from a corpus batch:
 lines written for the tests in each program's real format, each tied to the source that prints
 it in its rule's comment."""
 
@@ -50,6 +50,11 @@ LINES_AND_RULES = [
         "UserWarning: The installed version of bitsandbytes was compiled without GPU support."
         " 8-bit optimizers and GPU quantization are unavailable.",
         "driver-bitsandbytes-cpu-library-loaded",
+    ),
+    (
+        "huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url:"
+        " https://huggingface.co/api/datasets/allenai/c4/paths-info/main",
+        "network-http-rate-limited",
     ),
 ]
 
