@@ -38,18 +38,15 @@ def interrupt_superseded(
     path, at = stop.fact.path, stop.fact.lineno or 0
     if any(f.key == "log.ends_with" and f.path == path and f.lineno == at for f in facts):
         return True  # the log's last output: its own reading decides (a hung start-up's stop)
-    later = (
-        f
-        for f in facts
-        if f.key == "python.exception"
+    went_on = any(
+        f.key == "python.exception"
         and f.path == path
         and (f.lineno or 0) > at
         and f.attr("teardown") is None
         and not str(f.value).startswith(USER_STOP_EXCEPTIONS)
+        for f in facts
     )
-    if any(True for _ in later):
-        return True
-    return any(
+    return went_on or any(
         h.path == path and (h.lineno or 0) > at and cause_level(h, index.failure, index.knock_on)
         for h in without_ignored(hits, facts)
     )

@@ -20,10 +20,8 @@ prefix whose identifier is not `kernel`); the kernel's own reports of a death ar
 (`kernel.oom_kill`, `kernel.segfault`). A signal that is an outside stop (SIGINT, SIGTERM,
 SIGHUP) is left out: in a node's journal it is mostly a unit stopped at shutdown or restart.
 
-The machine's own shutdown from outside is a `platform.shutdown` fact (as the launcher parser
-reads it, `parsers/launcher/deaths.py`): systemd-logind's `Power key pressed` (the ACPI power
-button a hypervisor presses to stop or preempt a cloud VM) and Taskcluster's worker relaying
-GCP's `termination is imminent` notice.
+The machine's own shutdown from outside (`parsers/machine_shutdown.py`: systemd-logind's `Power
+key pressed`, a cloud's preemption notice) is a `platform.shutdown` fact, as in a launcher log.
 """
 
 from __future__ import annotations
@@ -34,12 +32,11 @@ from crashlens.model import Fact, Line
 from crashlens.parsers.base import fact
 from crashlens.parsers.dmesg.prefixes import JOURNAL_ISO, SYSLOG
 from crashlens.parsers.launcher.signals import SIGNAL_WORDS, SIGNALS
+from crashlens.parsers.machine_shutdown import ANCHOR as SHUTDOWN_ANCHOR
+from crashlens.parsers.machine_shutdown import shutdown_kind
 from crashlens.text.values import bounded_int
 
-ANCHOR = (
-    r"signal: [a-z]|exit status [0-9]|code=(?:killed|dumped), status=[0-9]"
-    r"|Power key pressed|GCP Metadata Service says termination is imminent"
-)
+ANCHOR = r"signal: [a-z]|exit status [0-9]|code=(?:killed|dumped), status=[0-9]|" + SHUTDOWN_ANCHOR
 """Line-safe: what the collector must be fed (the handler re-checks with the regexes below)."""
 MAX_DEATHS = 50
 """Facts kept per journal (one per signal or exit status and process)."""
@@ -76,10 +73,7 @@ class ServiceDeaths:
         if service is None or service[0] == "kernel" or len(self.facts) >= MAX_DEATHS:
             return
         ident, pid = service
-        if (ident == "systemd-logind" and "Power key pressed" in line.text) or (
-            "GCP Metadata Service says termination is imminent" in line.text
-        ):
-            what = "power key" if ident == "systemd-logind" else "preemption"
+        if (what := shutdown_kind(line.raw)) is not None:
             self.facts.setdefault(
                 ("platform.shutdown", what, ""),
                 fact("platform.shutdown", what, self.path, line.lineno, text=line.raw),

@@ -114,6 +114,8 @@ from crashlens.parsers.launcher.signals import (
 )
 from crashlens.parsers.launcher.squeue import failed_before, pending_job
 from crashlens.parsers.launcher.sudo_contrast import sudo_contrast
+from crashlens.parsers.machine_shutdown import ANCHOR as SHUTDOWN_ANCHOR
+from crashlens.parsers.machine_shutdown import shutdown_kind
 from crashlens.text.values import bounded_int
 
 MAX_SIGNS = 200
@@ -489,8 +491,8 @@ class DeathSigns(AnchoredCollector):
         self._sign("platform.time_limit", "ZeroGPU", line)
 
     def on_machine_shutdown(self, line: Line) -> None:
-        what = "preemption" if "termination is imminent" in line.text else "power key"
-        self._sign("platform.shutdown", what, line)
+        if (what := shutdown_kind(line.raw)) is not None:
+            self._sign("platform.shutdown", what, line)
 
     def on_lsf_term(self, line: Line) -> None:
         if m := _LSF_TERM.match(line.text):
@@ -704,14 +706,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     # for at most its `@spaces.GPU(duration=...)` seconds (60 by default), and ends a call that
     # outruns the lease with `gr.Error("GPU task aborted")`: the platform's time limit
     Anchor(r"GPU task aborted", D.on_gpu_lease_end),
-    # the machine shut down from outside: the ACPI power button as systemd-logind logs it (how
-    # GCE and other hypervisors stop or preempt a VM), and Taskcluster's worker relaying GCP's
-    # preemption notice
-    Anchor(
-        r"systemd-logind(?:\[[0-9]+\])?:? Power key pressed"
-        r"|GCP Metadata Service says termination is imminent",
-        D.on_machine_shutdown,
-    ),
+    # the machine shut down from outside (`parsers/machine_shutdown.py`)
+    Anchor(SHUTDOWN_ANCHOR, D.on_machine_shutdown),
     # an LSF job report's termination reason
     Anchor(r"^[ \t]*TERM_[A-Z_]+: [A-Za-z]", D.on_lsf_term),
     # a serving engine's own death sign (vLLM, SGLang, TGI)
