@@ -119,7 +119,10 @@ def test_a_cuda_out_of_memory_keeps_nvidia_smi(tmp_path: Path) -> None:
         ("lspci | grep -i nvidia && dcgmi diag -r 1", True),
         ("free -g; nvidia-smi", True),
         ("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", False),
-        ("dmesg -T | grep -i 'NVRM: Xid'", False),
+        ("dmesg -T | grep -i 'NVRM: Xid'", True),
+        ('journalctl -k | grep "NVRM"', True),
+        ("sudo dmesg -T | grep -iE 'NVRM: Xid|fallen off|AER|mce|EDAC'", False),
+        ("sudo dmesg -T | grep -iE 'amdgpu|AER|mce|EDAC'", False),
         (None, False),
     ],
 )

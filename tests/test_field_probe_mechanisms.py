@@ -124,3 +124,22 @@ def test_torchs_missing_cuda_half_is_the_driver(tmp_path: Path) -> None:
         "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory\n"
     )
     assert _verdict_and_top(tmp_path, "train.log", log) == ("driver", "driver")
+
+
+def test_an_amdgpu_hangs_checks_ask_nothing_of_nvidias_driver(tmp_path: Path) -> None:
+    log = (
+        "[Mon Dec  7 04:01:10 2026] amdgpu 0000:c3:00.0: amdgpu: ring comp_1.0.0 timeout,"
+        " signaled seq=4411, emitted seq=4413\n"
+        "[Mon Dec  7 04:01:10 2026] amdgpu 0000:c3:00.0: amdgpu: GPU reset begin!\n"
+    )
+    path = tmp_path / "dmesg.txt"
+    path.write_text(log, encoding="utf-8")
+    report = analyze([str(path)])
+    commands = [
+        step.command or ""
+        for cause in report.causes
+        for step in (*cause.remediation, *cause.next_checks)
+    ] + [step.command or "" for step in report.next_checks]
+    assert commands
+    assert not any("NVRM" in c or "nvidia-smi" in c for c in commands)
+    assert any("rocm-smi" in c for c in commands)

@@ -59,9 +59,15 @@ def accelerator_of(hits: Iterable[Hit]) -> str | None:
 _NVIDIA_TOOL = re.compile(
     r"(?:^|[;&|]\s*)(?:sudo\s+)?(?:nvidia-smi|nvidia-bug-report\.sh|nvidia-debugdump|dcgmi)\b"
 )
+_NVIDIA_LINES_ONLY = re.compile(r"\bgrep\b[^|;&\n]*\s['\"](?:NVRM|NVRM: Xid|Xid)['\"]")
+"""A search of a log for NVIDIA's driver lines alone (`grep -i 'NVRM: Xid'`): nothing to find
+where another family's driver ran; a search that names other words too stays."""
 
 
 def nvidia_only(command: str | None) -> bool:
     """Whether a step's command runs one of NVIDIA's own tools (nvidia-smi, DCGM, the bug
-    report), which a run on another family has no use for."""
-    return command is not None and _NVIDIA_TOOL.search(command) is not None
+    report) or searches for NVIDIA's driver lines alone, which a run on another family has no
+    use for."""
+    if command is None:
+        return False
+    return bool(_NVIDIA_TOOL.search(command) or _NVIDIA_LINES_ONLY.search(command))
