@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashlens.model import Report
-from crashlens.pipeline import analyze
+from crashlens.model import Ending
+from mechanism_helpers import ending_of, report_of
 
 # read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
@@ -46,12 +46,6 @@ LINES_AND_RULES = [
 ]
 
 
-def _report(tmp_path: Path, name: str, text: str) -> Report:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return analyze([str(path)])
-
-
 def test_a_check_macros_abort_before_the_prompt_is_a_death_not_a_finish(tmp_path: Path) -> None:
     log = (
         "user@gpu-box:~/proj$ ./bench --size 40000\n"
@@ -61,8 +55,8 @@ def test_a_check_macros_abort_before_the_prompt_is_a_death_not_a_finish(tmp_path
         "Aborting...\n"
         "user@gpu-box:~/proj$ \n"
     )
-    report = _report(tmp_path, "terminal.log", log)
-    assert report.assessment.ending.value == "died"
+    report = report_of(tmp_path / "case", {"terminal.log": log})
+    assert ending_of(report) is Ending.DIED
     assert str(report.verdict) == "gpu_oom"
 
 
@@ -78,8 +72,8 @@ def test_a_cuda_samples_fail_verdict_is_a_death(tmp_path: Path) -> None:
         "-> unknown error\n"
         "Result = FAIL\n"
     )
-    report = _report(tmp_path, "devicequery.log", log)
-    assert report.assessment.ending.value == "died"
+    report = report_of(tmp_path / "case", {"devicequery.log": log})
+    assert ending_of(report) is Ending.DIED
     assert str(report.verdict) == "driver"
 
 
@@ -99,15 +93,16 @@ _SERVER_STOPPED = (
 
 
 def test_asyncio_runs_cancellation_after_a_ctrl_c_is_the_users_stop(tmp_path: Path) -> None:
-    report = _report(tmp_path, "serve.log", _SERVER_STOPPED.format(interrupt="^C"))
-    assert report.assessment.ending.value == "stopped"
+    report = report_of(tmp_path / "case", {"serve.log": _SERVER_STOPPED.format(interrupt="^C")})
+    assert ending_of(report) is Ending.STOPPED
     assert str(report.verdict) == "none"
 
 
 def test_asyncio_runs_cancellation_without_a_ctrl_c_is_no_stop(tmp_path: Path) -> None:
     # the program cancelled its own main task: nothing in the log shows a stop
-    report = _report(tmp_path, "serve.log", _SERVER_STOPPED.format(interrupt=""))
-    assert report.assessment.ending.value != "stopped"
+    report = report_of(tmp_path / "case", {"serve.log": _SERVER_STOPPED.format(interrupt="")})
+    assert report.assessment is not None
+    assert ending_of(report) is not Ending.STOPPED
 
 
 def test_a_vms_power_key_in_its_journal_is_a_stop_from_outside(tmp_path: Path) -> None:
@@ -117,8 +112,8 @@ def test_a_vms_power_key_in_its_journal_is_a_stop_from_outside(tmp_path: Path) -
         "Mar  3 02:11:41 trainer-7 systemd-logind[901]: Power key pressed.\n"
         "Mar  3 02:11:41 trainer-7 systemd-logind[901]: Powering Off...\n"
     )
-    report = _report(tmp_path, "syslog.txt", log)
-    assert report.assessment.ending.value == "stopped"
+    report = report_of(tmp_path / "case", {"syslog.txt": log})
+    assert ending_of(report) is Ending.STOPPED
     assert str(report.verdict) == "none"
 
 
@@ -128,7 +123,7 @@ def test_a_power_key_after_a_gpu_fault_does_not_hide_the_fault(tmp_path: Path) -
         " name=python3, GPU has fallen off the bus.\n"
         "Mar  3 02:11:41 trainer-7 systemd-logind[901]: Power key pressed.\n"
     )
-    assert str(_report(tmp_path, "syslog.txt", log).verdict) == "hardware"
+    assert str(report_of(tmp_path / "case", {"syslog.txt": log}).verdict) == "hardware"
 
 
 _INTERRUPTED = (
@@ -152,8 +147,8 @@ def test_a_native_assertion_after_an_uncaught_ctrl_c_is_the_exits_teardown(
         "/opt/venv/lib/python3.10/site-packages/engine/libengine.so(Logger::Log() const+0x766)"
         " [0x7f0526dfb896]\n"
     )
-    report = _report(tmp_path, "serve.log", log)
-    assert report.assessment.ending.value == "stopped"
+    report = report_of(tmp_path / "case", {"serve.log": log})
+    assert ending_of(report) is Ending.STOPPED
     assert str(report.verdict) == "none"
 
 
@@ -166,11 +161,11 @@ def test_an_error_python_raised_after_a_ctrl_c_is_still_the_failure(tmp_path: Pa
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a"
         " total capacity of 15.77 GiB of which 1.02 GiB is free.\n"
     )
-    assert str(_report(tmp_path, "notebook.log", log).verdict) == "gpu_oom"
+    assert str(report_of(tmp_path / "case", {"notebook.log": log}).verdict) == "gpu_oom"
 
 
 def test_an_abort_after_an_uncaught_ctrl_c_is_the_exits_teardown(tmp_path: Path) -> None:
     log = _INTERRUPTED + ("terminate called without an active exception\nAborted (core dumped)\n")
-    report = _report(tmp_path, "serve.log", log)
-    assert report.assessment.ending.value == "stopped"
+    report = report_of(tmp_path / "case", {"serve.log": log})
+    assert ending_of(report) is Ending.STOPPED
     assert str(report.verdict) == "none"

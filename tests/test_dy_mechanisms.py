@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashlens.pipeline import analyze
+from crashlens.model import Ending
+from mechanism_helpers import ending_of, log_report, report_of
 
 # read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
@@ -50,14 +51,11 @@ def test_device_querys_arrow_line_names_the_runtime_error(tmp_path: Path) -> Non
         "-> CUDA driver version is insufficient for CUDA runtime version\n"
         "Result = FAIL\n"
     )
-    path = tmp_path / "devicequery.log"
-    path.write_text(log, encoding="utf-8")
-    report = analyze([str(path)])
+    report = report_of(tmp_path / "case", {"devicequery.log": log})
     assert str(report.verdict) == "driver"
-    assert report.assessment.ending.value == "died"
+    assert ending_of(report) is Ending.DIED
 
 
 def test_an_arrow_before_an_ordinary_word_is_not_a_cuda_error(tmp_path: Path) -> None:
-    path = tmp_path / "train.log"
-    path.write_text("step 10 -> loss 0.31\nstep 20 -> loss 0.29\n", encoding="utf-8")
-    assert analyze([str(path)]).causes == ()
+    report = log_report(tmp_path / "case", "step 10 -> loss 0.31\nstep 20 -> loss 0.29\n")
+    assert report.causes == ()

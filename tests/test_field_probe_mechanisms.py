@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashlens.pipeline import analyze
+from mechanism_helpers import assert_leads, log_report, report_of
 
 # read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
@@ -59,14 +59,6 @@ LINES_AND_RULES = [
 ]
 
 
-def _verdict_and_top(tmp_path: Path, name: str, text: str) -> tuple[str, str | None]:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    report = analyze([str(path)])
-    top = report.causes[0].category.value if report.causes else None
-    return str(report.verdict), top
-
-
 def test_torchs_capability_range_warning_before_a_stop_is_the_driver(tmp_path: Path) -> None:
     # torch 2.7+'s three-line warning for a Pascal GPU under a cu128 build, then the log stops
     log = (
@@ -76,7 +68,9 @@ def test_torchs_capability_range_warning_before_a_stop_is_the_driver(tmp_path: P
         "    (7.0) - (12.0)\n"
         "  warnings.warn(\n"
     )
-    assert _verdict_and_top(tmp_path, "train.log", log) == ("driver", "driver")
+    report = log_report(tmp_path / "case", log)
+    assert str(report.verdict) == "driver"
+    assert_leads(report, "driver")
 
 
 def test_a_reboot_required_xid_154_alone_is_a_gpu_fault_not_a_healthy_run(tmp_path: Path) -> None:
@@ -86,9 +80,9 @@ def test_a_reboot_required_xid_154_alone_is_a_gpu_fault_not_a_healthy_run(tmp_pa
         "[Mon Dec  7 03:12:44 2026] NVRM: Xid (PCI:0000:41:00): 154, GPU recovery action changed"
         " from 0x0 (None) to 0x2 (Node Reboot Required)\n"
     )
-    verdict, top = _verdict_and_top(tmp_path, "dmesg.txt", log)
-    assert verdict != "none"
-    assert top == "hardware"
+    report = report_of(tmp_path / "case", {"dmesg.txt": log})
+    assert str(report.verdict) != "none"
+    assert_leads(report, "hardware")
 
 
 def test_an_xid_154_that_clears_the_action_is_not_a_fault(tmp_path: Path) -> None:
@@ -96,9 +90,8 @@ def test_an_xid_154_that_clears_the_action_is_not_a_fault(tmp_path: Path) -> Non
         "[Mon Dec  7 03:40:02 2026] NVRM: Xid (PCI:0000:41:00): 154, GPU recovery action changed"
         " from 0x2 (Node Reboot Required) to 0x0 (None)\n"
     )
-    path = tmp_path / "dmesg.txt"
-    path.write_text(log, encoding="utf-8")
-    rules = {e.rule for c in analyze([str(path)]).causes for e in c.evidence}
+    report = report_of(tmp_path / "case", {"dmesg.txt": log})
+    rules = {e.rule for c in report.causes for e in c.evidence}
     assert "hardware-xid-154-reset-or-reboot-required" not in rules
 
 
@@ -108,9 +101,9 @@ def test_an_amdgpu_ring_timeout_and_reset_is_a_gpu_hang_not_a_healthy_run(tmp_pa
         " signaled seq=4411, emitted seq=4413\n"
         "[Mon Dec  7 04:01:10 2026] amdgpu 0000:c3:00.0: amdgpu: GPU reset begin!\n"
     )
-    verdict, top = _verdict_and_top(tmp_path, "dmesg.txt", log)
-    assert verdict != "none"
-    assert top == "hardware"
+    report = report_of(tmp_path / "case", {"dmesg.txt": log})
+    assert str(report.verdict) != "none"
+    assert_leads(report, "hardware")
 
 
 def test_torchs_missing_cuda_half_is_the_driver(tmp_path: Path) -> None:
@@ -123,7 +116,9 @@ def test_torchs_missing_cuda_half_is_the_driver(tmp_path: Path) -> None:
         "    from torch._C import *  # noqa: F403\n"
         "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory\n"
     )
-    assert _verdict_and_top(tmp_path, "train.log", log) == ("driver", "driver")
+    report = log_report(tmp_path / "case", log)
+    assert str(report.verdict) == "driver"
+    assert_leads(report, "driver")
 
 
 def test_an_amdgpu_hangs_checks_ask_nothing_of_nvidias_driver(tmp_path: Path) -> None:
@@ -132,9 +127,7 @@ def test_an_amdgpu_hangs_checks_ask_nothing_of_nvidias_driver(tmp_path: Path) ->
         " signaled seq=4411, emitted seq=4413\n"
         "[Mon Dec  7 04:01:10 2026] amdgpu 0000:c3:00.0: amdgpu: GPU reset begin!\n"
     )
-    path = tmp_path / "dmesg.txt"
-    path.write_text(log, encoding="utf-8")
-    report = analyze([str(path)])
+    report = report_of(tmp_path / "case", {"dmesg.txt": log})
     commands = [
         step.command or ""
         for cause in report.causes

@@ -407,7 +407,7 @@ def _signs(item: Fact, kind: InputKind | None, exited: bool = False) -> list[Sig
         and item.attr("teardown") is None
         and item.attr("source") == "log"
     ):
-        add(Ending.STOPPED, "interrupt", f"a user interrupt ({str(value).split(':')[0]})")
+        _exception_sign(str(value), add, "")
     elif key == "torchelastic.error_code":
         add(Ending.DIED, "report", f"the worker's error file records error code {value}")
     elif key == "python.exiting":

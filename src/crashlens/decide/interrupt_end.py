@@ -38,15 +38,7 @@ def interrupt_superseded(
     path, at = stop.fact.path, stop.fact.lineno or 0
     if any(f.key == "log.ends_with" and f.path == path and f.lineno == at for f in facts):
         return True  # the log's last output: its own reading decides (a hung start-up's stop)
-    went_on = any(
-        f.key == "python.exception"
-        and f.path == path
-        and (f.lineno or 0) > at
-        and f.attr("teardown") is None
-        and not str(f.value).startswith(USER_STOP_EXCEPTIONS)
-        for f in facts
-    )
-    return went_on or any(
+    return _raised_after(facts, path, at, counting_reported=False) or any(
         h.path == path and (h.lineno or 0) > at and cause_level(h, index.failure, index.knock_on)
         for h in without_ignored(hits, facts)
     )
@@ -60,21 +52,29 @@ def interrupt_teardown(
     interrupts = {
         s.fact.path: s.fact.lineno or 0 for s in stops if s.fact.key == "python.exception"
     }
-    if not interrupts:
-        return []
-    later_errors = {
-        f.path
-        for f in facts
-        if f.key == "python.exception"
-        and f.path in interrupts
-        and (f.lineno or 0) > interrupts[f.path]
-        and not str(f.value).startswith(USER_STOP_EXCEPTIONS)
+    quiet = {
+        path
+        for path, at in interrupts.items()
+        if not _raised_after(facts, path, at, counting_reported=True)
     }
     return [
         s
         for s in deaths
-        if s.fact.path in interrupts
-        and s.fact.path not in later_errors
+        if s.fact.path in quiet
         and (s.fact.lineno or 0) > interrupts[s.fact.path]
         and (s.fact.key != "log.ends_with" or s.fact.value == "fatal")
     ]
+
+
+def _raised_after(facts: Sequence[Fact], path: str, at: int, *, counting_reported: bool) -> bool:
+    """Whether Python raised an exception other than a user stop in `path` after line `at`: an
+    uncaught one, or (`counting_reported`) also one it reported and went on from (a
+    finalizer's)."""
+    return any(
+        f.key == "python.exception"
+        and f.path == path
+        and (f.lineno or 0) > at
+        and (counting_reported or f.attr("teardown") is None)
+        and not str(f.value).startswith(USER_STOP_EXCEPTIONS)
+        for f in facts
+    )
