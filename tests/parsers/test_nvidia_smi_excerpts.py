@@ -1,4 +1,5 @@
-"""nvidia-smi output pasted in part, as issues and chat messages hold it: a `-q` health
+"""nvidia-smi output pasted in part, as issues and chat messages hold it (sections cut from the
+real dumps of tests/data/samples, and excerpts written for the tests): a `-q` health
 section without its GPU block's header (`nvidia-smi -q -d ECC`, `-d ROW_REMAPPER`, or a cut of
 a longer dump), and the default table without its banner. Both are read as nvidia-smi and give
 the same facts as the whole output; a training log that mentions the same words is not."""
@@ -7,10 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from crashlens.inputs.detect import detect
 from crashlens.model import InputKind
 from crashlens.parsers.nvidia_smi import NvidiaSmiParser
 from crashlens.pipeline import analyze
+
+from conftest import sample_text
 
 _ECC_SECTION = """\
     ECC Errors
@@ -79,3 +84,45 @@ def test_a_log_that_names_the_sections_is_not_nvidia_smi() -> None:
         "epoch 3 step 1300 loss 0.409\n"
     )
     assert detect(log, "train.log").kind is not InputKind.NVIDIA_SMI
+
+
+def _first_section(text: str, name: str) -> str:
+    """`name`'s section of the first GPU block of a real `nvidia-smi -q` dump, as pasted alone:
+    its header line and every line indented below it."""
+    lines = text.split("\n")
+    # the GPU block's own section (4 spaces in), not a MIG device's copy of it further in
+    start = lines.index("    " + name)
+    depth = 4
+    end = start + 1
+    while end < len(lines) and len(lines[end]) - len(lines[end].lstrip()) > depth:
+        end += 1
+    return "\n".join(lines[start:end]) + "\n"
+
+
+def _first_gpu_facts(text: str, prefix: str) -> set[tuple[str, object]]:
+    result = NvidiaSmiParser().parse(text, "nvidia-smi-q.txt")
+    return {
+        (item.key, item.value)
+        for item in result.facts
+        if item.key.startswith(prefix) and item.attr("index") in (0, None)
+    }
+
+
+@pytest.mark.parametrize(
+    ("sample", "section", "prefix"),
+    [
+        ("nvidia_smi/q_535.154.05_8xh100.txt", "Remapped Rows", "gpu.remap"),
+        ("nvidia_smi/q_460.32.03_8xa100.txt", "Remapped Rows", "gpu.remap"),
+        ("nvidia_smi/q_460.32.03_8xa100.txt", "ECC Errors", "gpu.ecc"),
+        ("nvidia_smi/q_590.48.01_h100_mig.txt", "ECC Errors", "gpu.ecc"),
+    ],
+)
+def test_a_real_dumps_section_alone_reads_as_in_the_whole_dump(
+    sample: str, section: str, prefix: str
+) -> None:
+    whole = sample_text(sample)
+    excerpt = _first_section(whole, section)
+    assert detect(excerpt, "paste.txt").kind is InputKind.NVIDIA_SMI
+    read = _first_gpu_facts(excerpt, prefix)
+    assert read  # the section's counters are read, not skipped
+    assert read == _first_gpu_facts(whole, prefix)
