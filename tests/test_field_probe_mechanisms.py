@@ -56,6 +56,32 @@ LINES_AND_RULES = [
         " https://huggingface.co/api/datasets/allenai/c4/paths-info/main",
         "network-http-rate-limited",
     ),
+    (
+        "cudaMalloc of size 123456789 bytes failed: out of memory",
+        "gpu-oom-cuda-allocation-call-failed",
+    ),
+    (
+        "| ERROR:   cudaMalloc GpuBuffer::Allocate failed out of memory",
+        "gpu-oom-cuda-allocation-call-failed",
+    ),
+    (
+        "dgl._ffi.base.DGLError: [10:00:00] /opt/dgl/src/runtime/cuda/cuda_device_api.cc:117:"
+        " Check failed: e == cudaSuccess || e == cudaErrorCudartUnloading: CUDA: out of memory",
+        "gpu-oom-cuda-error-out-of-memory",
+    ),
+    (
+        "Kokkos::Cuda::initialize ERROR: likely mismatch of architecture between compile and run",
+        "driver-no-kernel-image",
+    ),
+    (
+        'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space',
+        "host-oom-jvm-heap-exhausted",
+    ),
+    (
+        "2024-01-01 10:00:00,000 - distributed.nanny.memory - WARNING - Worker"
+        " tcp://10.0.0.1:40123 (pid=1234) exceeded 95% memory budget. Restarting...",
+        "host-oom-dask-worker-memory-budget",
+    ),
 ]
 
 
@@ -136,3 +162,32 @@ def test_an_amdgpu_hangs_checks_ask_nothing_of_nvidias_driver(tmp_path: Path) ->
     assert commands
     assert not any("NVRM" in c or "nvidia-smi" in c for c in commands)
     assert any("rocm-smi" in c for c in commands)
+
+
+def test_a_simulation_codes_failed_device_allocation_is_gpu_memory(tmp_path: Path) -> None:
+    # GROMACS' fatal-error block around its device-buffer allocator's message
+    log = (
+        "-------------------------------------------------------\n"
+        "Program:     gmx mdrun, version 2023.3\n"
+        "Source file: src/gromacs/gpu_utils/devicebuffer.cuh (line 85)\n"
+        "\n"
+        "Fatal error:\n"
+        "cudaMalloc of size 1073741824 bytes failed: out of memory\n"
+        "-------------------------------------------------------\n"
+    )
+    report = log_report(tmp_path / "case", log)
+    assert str(report.verdict) == "gpu_oom"
+    assert_leads(report, "gpu_oom")
+
+
+def test_dask_workers_restarted_over_their_memory_budget_are_host_memory(tmp_path: Path) -> None:
+    log = (
+        "2024-01-01 10:00:00,000 - distributed.nanny.memory - WARNING - Worker"
+        " tcp://10.0.0.1:40123 (pid=1234) exceeded 95% memory budget. Restarting...\n"
+        "2024-01-01 10:00:01,000 - distributed.nanny - WARNING - Restarting worker\n"
+        "distributed.scheduler.KilledWorker: Attempted to run task ('read-parquet-abc', 3) on 4"
+        " different workers, but all those workers died while running it.\n"
+    )
+    report = log_report(tmp_path / "case", log)
+    assert str(report.verdict) == "host_oom"
+    assert_leads(report, "host_oom")
