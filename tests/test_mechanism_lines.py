@@ -27,6 +27,7 @@ import test_dt_mechanisms
 import test_dv_mechanisms
 import test_dx_mechanisms
 import test_dy_mechanisms
+import test_ea_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -52,6 +53,7 @@ TABLES = {
     "dv": test_dv_mechanisms.LINES_AND_RULES,
     "dx": test_dx_mechanisms.LINES_AND_RULES,
     "dy": test_dy_mechanisms.LINES_AND_RULES,
+    "ea": test_ea_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [

@@ -18,7 +18,7 @@ one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, cappe
   watchdog's dump, not a crash).
 * `log.fatal`: str the mechanism of a line a dying process prints (`ending.FATAL_LINES`:
   python-fatal, cpp-terminate, c-assert, glibc-abort, core-dumped, glog-fatal, panic,
-  ggml-abort, abort-message, cuda-sample-fail); the
+  ggml-abort, abort-message, cuda-sample-fail, matlab-error); the
   first line of each mechanism.
 * `process.exit_code`: int an exit status in a program's generic wording (`exited with code
   137`, `Process finished with exit code 0`, `exit status 1`, a ProcessFailure's
@@ -668,7 +668,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         r"|^fatal error: "
         r"|' panicked at"
         r"|current device: [0-9]+, in function |GGML_ASSERT"
-        r"|^[ \t]*Aborting(?:\.{1,3})?[ \t]*$|^[ \t]*Result = FAIL[ \t]*$",
+        r"|^[ \t]*Aborting(?:\.{1,3})?[ \t]*$|^[ \t]*Result = FAIL[ \t]*$"
+        r"|^Error in [A-Za-z_][A-Za-z0-9_.>]* \(line [0-9]+\)[ \t]*$",
         D.on_fatal,
     ),
     Anchor(

@@ -106,6 +106,9 @@ FATAL_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # printed by deviceQuery and the other samples just before `exit(EXIT_FAILURE)`).
     ("abort-message", re.compile(r"^[ \t]*Aborting(?:\.{1,3})?[ \t]*$")),
     ("cuda-sample-fail", re.compile(r"^[ \t]*Result = FAIL[ \t]*$")),
+    # MATLAB's stack of an uncaught error, under the error's message: `Error in <function>
+    # (line <n>)`, one line per frame; the script stops there (and `matlab -batch` exits 1).
+    ("matlab-error", re.compile(r"^Error in [A-Za-z_][A-Za-z0-9_.>]* \(line [0-9]+\)[ \t]*$")),
 )
 """Lines a process prints as it dies (`name`, pattern), each naming the mechanism."""
 
