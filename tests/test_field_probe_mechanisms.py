@@ -82,6 +82,22 @@ LINES_AND_RULES = [
         " tcp://10.0.0.1:40123 (pid=1234) exceeded 95% memory budget. Restarting...",
         "host-oom-dask-worker-memory-budget",
     ),
+    ("ORTE has lost communication with a remote daemon.", "network-mpi-daemons-unreachable"),
+    (
+        "MPIDI_OFI_mpi_init_hook(1141): OFI addrinfo() failed"
+        " (ofi_init.c:1141:MPIDI_OFI_mpi_init_hook:No data available)",
+        "network-mpi-ofi-init-failed",
+    ),
+    ("cufft error 2 at /src/fft_plan.cu:88", "gpu-oom-cublas-cudnn-alloc-failed"),
+    ("call to cuMemAlloc returned error 2: Out of memory", "gpu-oom-cuda-allocation-call-failed"),
+    (
+        "call to cuModuleLoadData returned error 209: No binary for GPU",
+        "driver-no-kernel-image",
+    ),
+    (
+        " CUDA Error in cuda_fock.cu, line 301: out of memory",
+        "gpu-oom-cuda-check-at-source-out-of-memory",
+    ),
 ]
 
 
