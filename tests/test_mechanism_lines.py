@@ -28,6 +28,7 @@ import test_dv_mechanisms
 import test_dx_mechanisms
 import test_dy_mechanisms
 import test_ea_mechanisms
+import test_eb_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -54,6 +55,7 @@ TABLES = {
     "dx": test_dx_mechanisms.LINES_AND_RULES,
     "dy": test_dy_mechanisms.LINES_AND_RULES,
     "ea": test_ea_mechanisms.LINES_AND_RULES,
+    "eb": test_eb_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [

@@ -202,6 +202,17 @@ _SLURM_STATES = (
     r"|PREEMPTED|BOOT_FAIL|DEADLINE"
 )
 _SACCT_ROW = re.compile(rf"(?:^|[ \t|])({_SLURM_STATES})[ \t|]+([0-9]+):([0-9]+)(?=[ \t|]|$)")
+_SACCT_CELL = re.compile(
+    rf"(?:^|[ \t|])({_SLURM_STATES})(?=[ \t|]+(?:"
+    # a custom `sacct --format` without the ExitCode column: the State cell followed by a
+    # Start/End time, an Elapsed time or a size (MaxRSS, ReqMem), or by the job id as the last
+    # cell (`OUT_OF_ME+ 2024-02-16T04:38:07 31130319.interactive`)
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:"
+    r"|(?:[0-9]+-)?[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:[ \t|]|$)"
+    r"|[0-9.]+[KMGT](?:[ \t|]|$)"
+    r"|[0-9]+(?:_[0-9]+)?(?:\.[A-Za-z0-9+]+)?[ \t|]*$"
+    r"))"
+)
 _SCONTROL = re.compile(rf"\bJobState=({_SLURM_STATES})\b")
 PROGRESS = re.compile(
     # not a trainer's plan printed before its loop (the Hugging Face Trainer's banner: `Num
@@ -309,7 +320,7 @@ def slurm_state(text: str) -> tuple[str, dict[str, FactValue]] | None:
     elif m := _SEFF.search(text):
         state = m.group(1)
         figures = {"exit_code": bounded_int(m.group(2))}
-    elif m := _SCONTROL.search(text):
+    elif (m := _SCONTROL.search(text)) or (m := _SACCT_CELL.search(text)):
         state = m.group(1)
     else:
         return None
@@ -696,7 +707,7 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         D.on_k8s,
     ),
     Anchor(
-        rf"(?:{_SLURM_STATES})[ \t|]+[0-9]+:[0-9]+|JobState=[A-Z]|^State: [A-Z_]+ \(exit code",
+        rf"(?:{_SLURM_STATES})[ \t|]+[0-9]|JobState=[A-Z]|^State: [A-Z_]+ \(exit code",
         D.on_slurm_state,
     ),
     # a frame of a crashed process's native stack (abseil, glog, c10, gdb)
