@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mechanism_helpers import assert_leads, log_report, report_of
+from crashlens.model import Ending
+from mechanism_helpers import assert_leads, ending_of, log_report, report_of
 
 # read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
@@ -97,6 +98,11 @@ LINES_AND_RULES = [
     (
         " CUDA Error in cuda_fock.cu, line 301: out of memory",
         "gpu-oom-cuda-check-at-source-out-of-memory",
+    ),
+    (
+        "RuntimeError: Unable to initialize backend 'tpu': ABORTED: The TPU is already in use by"
+        " process with pid 90210. Not attempting to load libtpu.so in this process.",
+        "driver-tpu-held-by-another-process",
     ),
 ]
 
@@ -207,3 +213,15 @@ def test_dask_workers_restarted_over_their_memory_budget_are_host_memory(tmp_pat
     report = log_report(tmp_path / "case", log)
     assert str(report.verdict) == "host_oom"
     assert_leads(report, "host_oom")
+
+
+def test_the_pytorch_tutorials_last_line_is_a_finish(tmp_path: Path) -> None:
+    log = (
+        "[2,  2000] loss: 1.302\n"
+        "/opt/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py:617: UserWarning:"
+        " This DataLoader will create 8 worker processes in total.\n"
+        "Finished Training\n"
+    )
+    report = log_report(tmp_path / "case", log)
+    assert str(report.verdict) == "none"
+    assert ending_of(report) is Ending.COMPLETED
