@@ -104,6 +104,11 @@ LINES_AND_RULES = [
         " process with pid 90210. Not attempting to load libtpu.so in this process.",
         "driver-tpu-held-by-another-process",
     ),
+    (
+        "Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=0",
+        "driver-container-toolkit-error",
+    ),
+    ("TimeoutError: The read operation timed out", "network-http-read-timed-out"),
 ]
 
 
@@ -225,3 +230,20 @@ def test_the_pytorch_tutorials_last_line_is_a_finish(tmp_path: Path) -> None:
     report = log_report(tmp_path / "case", log)
     assert str(report.verdict) == "none"
     assert ending_of(report) is Ending.COMPLETED
+
+
+def test_a_tgi_shard_killed_by_signal_9_is_a_death_and_host_memory(tmp_path: Path) -> None:
+    log = (
+        "2024-05-02T10:11:02.000000Z  INFO shard-manager: text_generation_launcher: Waiting for"
+        " shard to be ready... rank=0\n"
+        "2024-05-02T10:11:12.000000Z ERROR shard-manager: text_generation_launcher: Shard process"
+        " was signaled to shutdown with signal 9 rank=0\n"
+        "2024-05-02T10:11:12.100000Z ERROR text_generation_launcher: Shard 0 failed to start\n"
+        "Error: ShardCannotStart\n"
+    )
+    report = log_report(tmp_path / "case", log)
+    # the rules alone leave a bare SIGKILL below the verdict threshold; the classifier names it
+    assert str(report.verdict) != "none"
+    assert_leads(report, "host_oom")
+    assert ending_of(report) is Ending.DIED
+    assert report.inputs[0].kind.value != "dmesg"

@@ -26,6 +26,10 @@ _OTHER_KINDS = re.compile(
     r"|NCCL (?:INFO|WARN)|ChildFailedError|deepspeed|accelerate launch|torchrun"
     r"|NVIDIA-SMI|\"Id\": |Filesystem +(?:1K-blocks|Size|Inodes)"
 )
+_LOG_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "CRITICAL"})
+"""Level words that stand where a syslog or journal line has its host: an application's own
+timestamped log (Rust's tracing, `2024-05-02T10:11:12.000000Z ERROR shard-manager: ...`) is
+not a kernel log."""
 _SNIFF_LINES = 60
 """Lines the sniffer classifies: enough to judge the share of kernel-prefixed lines."""
 
@@ -45,7 +49,7 @@ def sniff_kernel_log(head: str) -> float:
         body = line[decoded.end() :] if decoded else line
         if has_kernel_prefix(body):
             strong += 1
-        elif SYSLOG.match(body) or JOURNAL_ISO.match(body):
+        elif _system_log_line(body):
             syslog += 1
             kernel_ident += " kernel: " in body
     total = len(lines)
@@ -58,6 +62,15 @@ def sniff_kernel_log(head: str) -> float:
     # Kernel words are counted only here: a log with kernel prefixes never needs them.
     words = sum(1 for line in lines if _SNIFF_KERNEL.search(line))
     return _sniff_bodies(head, words, total)
+
+
+def _system_log_line(body: str) -> bool:
+    """A syslog or journal line whose host field is a host, not an application's level word."""
+    if m := SYSLOG.match(body):
+        return m.group(7) not in _LOG_LEVELS
+    if m := JOURNAL_ISO.match(body):
+        return m.group(9) not in _LOG_LEVELS
+    return False
 
 
 def _sniff_bodies(head: str, words: int, total: int) -> float:

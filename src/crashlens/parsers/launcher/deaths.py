@@ -134,7 +134,10 @@ _PY_FATAL = re.compile(r"Fatal Python error: ([^\n]*)")
 _THREAD_DUMP = re.compile(r"(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):")
 _FAULT_TIMEOUT = re.compile(r"^Timeout \([0-9]+:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?\)!")
 _BY_SIGNAL = re.compile(
-    r"(?:(?:killed|terminated|died|exited) (?:by|with|from|on|due to)|(?:got|caught|received))"
+    r"(?:(?:killed|terminated|died|exited) (?:by|with|from|on|due to)|(?:got|caught|received)"
+    # text-generation-inference's launcher on a shard that died of a signal (`Shard process
+    # was signaled to shutdown with signal 9`)
+    r"|signaled to shutdown with)"
     r" signal:? ?([0-9]+|SIG[A-Z0-9]+)\b"
     # torchelastic's wording, also inside a ProcessFailure's repr that other launchers print
     r"|Signal [0-9]+ \((SIG[A-Z0-9]+)\) received by PID ([0-9]+)"
@@ -689,7 +692,7 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     ),
     Anchor(
         r"(?i:(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal"
-        r"|(?:got|caught|received) signal:? ?[0-9S]|signal: [a-z])"
+        r"|(?:got|caught|received) signal:? ?[0-9S]|signal: [a-z]|signaled to shutdown with signal)"
         r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|\(signal: [0-9]+, SIG[A-Z]"
         r"|\*\*\* SIG[A-Z0-9]+ (?:received at time=|\(@0x)",
         D.on_by_signal,
