@@ -109,6 +109,28 @@ LINES_AND_RULES = [
         "driver-container-toolkit-error",
     ),
     ("TimeoutError: The read operation timed out", "network-http-read-timed-out"),
+    ("worker.service: Main process exited, code=killed, status=9/KILL", "host-oom-sigkill-exit"),
+    (
+        "joblib.externals.loky.process_executor.TerminatedWorkerError: ... The exit codes of the"
+        " workers are {SIGKILL(-9), EXIT(1)}",
+        "host-oom-sigkill-exit",
+    ),
+    (
+        "[2025-02-01 08:00:00 +0000] [7] [ERROR] Worker (pid:88) was sent SIGKILL! Perhaps out"
+        " of memory?",
+        "host-oom-gunicorn-worker-sigkill",
+    ),
+    (
+        "FATAL ERROR: Ineffective mark-compacts near heap limit Allocation failed - JavaScript"
+        " heap out of memory",
+        "host-oom-language-runtime-out-of-memory",
+    ),
+    (
+        "Kernel Restarting: The kernel for finetune.ipynb appears to have died. It will restart"
+        " automatically.",
+        "host-oom-worker-process-vanished",
+    ),
+    ("signal (7): Bus error", "shm-bus-error-crash"),
 ]
 
 
@@ -247,3 +269,16 @@ def test_a_tgi_shard_killed_by_signal_9_is_a_death_and_host_memory(tmp_path: Pat
     assert_leads(report, "host_oom")
     assert ending_of(report) is Ending.DIED
     assert report.inputs[0].kind.value != "dmesg"
+
+
+def test_julias_signal_report_is_a_death(tmp_path: Path) -> None:
+    log = (
+        "[ Info: epoch 4, loss 0.173\n"
+        "\n"
+        "signal (7): Bus error\n"
+        "in expression starting at /srv/train.jl:41\n"
+        "unsafe_load at ./pointer.jl:119 [inlined]\n"
+    )
+    report = log_report(tmp_path / "case", log)
+    assert ending_of(report) is Ending.DIED
+    assert_leads(report, "shm")

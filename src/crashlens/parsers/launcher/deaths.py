@@ -149,7 +149,9 @@ _BY_SIGNAL = re.compile(
     # the crash handlers of abseil (TensorFlow, JAX/XLA, Ray, gRPC: `*** SIGSEGV received at
     # time=1741149596 on cpu 63 ***`) and glog (`*** SIGSEGV (@0x0) received by PID 4242 (TID
     # 0x7f...) from PID 0; stack trace: ***`), each followed by the crashed stack
-    r"|\*\*\* (SIG[A-Z0-9]+) (?:received at time=|\(@0x[0-9a-f]+\) received by PID )",
+    r"|\*\*\* (SIG[A-Z0-9]+) (?:received at time=|\(@0x[0-9a-f]+\) received by PID )"
+    # Julia's signal handler (`signal (7): Bus error`, then the Julia stack), as it dies
+    r"|^signal \(([0-9]{1,2})\): [A-Z]",
     re.IGNORECASE,
 )
 _NATIVE_FRAME = (
@@ -442,7 +444,8 @@ class DeathSigns(AnchoredCollector):
         if m.group(4):
             name = SIGNALS.get(SIGNAL_WORDS.get(m.group(4).lower(), 0))
         else:
-            name = signal_name((m.group(1) or m.group(2) or m.group(5) or m.group(6)).upper())
+            found = m.group(1) or m.group(2) or m.group(5) or m.group(6) or m.group(7)
+            name = signal_name(found.upper())
         pid = bounded_int(m.group(3)) if m.group(3) else None
         if name is not None:
             if m.group(6):
@@ -694,7 +697,7 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         r"(?i:(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal"
         r"|(?:got|caught|received) signal:? ?[0-9S]|signal: [a-z]|signaled to shutdown with signal)"
         r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|\(signal: [0-9]+, SIG[A-Z]"
-        r"|\*\*\* SIG[A-Z0-9]+ (?:received at time=|\(@0x)",
+        r"|\*\*\* SIG[A-Z0-9]+ (?:received at time=|\(@0x)|^signal \([0-9]{1,2}\): [A-Z]",
         D.on_by_signal,
     ),
     Anchor(
