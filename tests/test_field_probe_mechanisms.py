@@ -131,6 +131,20 @@ LINES_AND_RULES = [
         "host-oom-worker-process-vanished",
     ),
     ("signal (7): Bus error", "shm-bus-error-crash"),
+    (
+        "[Mon Dec  7 05:01:02 2026] amdgpu 0000:c1:00.0: amdgpu: [gfxhub] page fault (src_id:0"
+        " ring:24 vmid:3 pasid:32770, for process python3 pid 4411 thread python3 pid 4411)",
+        "driver-rocm-gpu-memory-access-fault",
+    ),
+    (
+        "ERROR: GPU[1] : Unable to get driver version: Driver not initialized (amdgpu not found"
+        " in modules)",
+        "driver-rocm-gpu-unavailable",
+    ),
+    (
+        "HW Exception by GPU node-2 (Agent handle: 0x55d00a1b2c30) reason :GPU Hang",
+        "hardware-gpu-hang-watchdog-timeout",
+    ),
 ]
 
 
