@@ -137,14 +137,11 @@ LINES_AND_RULES = [
         "driver-rocm-gpu-memory-access-fault",
     ),
     (
-        "ERROR: GPU[1] : Unable to get driver version: Driver not initialized (amdgpu not found"
-        " in modules)",
-        "driver-rocm-gpu-unavailable",
-    ),
-    (
         "HW Exception by GPU node-2 (Agent handle: 0x55d00a1b2c30) reason :GPU Hang",
         "hardware-gpu-hang-watchdog-timeout",
     ),
+    ("dd: error writing '/scratch/probe.bin': Input/output error", "filesystem-io-error"),
+    ("optuna: sqlite3.OperationalError: disk I/O error", "filesystem-io-error"),
 ]
 
 
