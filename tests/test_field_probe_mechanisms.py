@@ -142,6 +142,20 @@ LINES_AND_RULES = [
     ),
     ("dd: error writing '/scratch/probe.bin': Input/output error", "filesystem-io-error"),
     ("optuna: sqlite3.OperationalError: disk I/O error", "filesystem-io-error"),
+    (
+        "[Mar 03 2025 02:11:40] [ERROR] [tid 841] detected NVSwitch fatal error 12028 on fid 0"
+        " on NVSwitch pci bus id 00000000:86:00.0 physical id 1 port 12",
+        "hardware-nvswitch-fatal-sxid",
+    ),
+    (
+        "nv-fabricmanager.service: Failed with result 'exit-code'.",
+        "driver-cuda-system-not-ready",
+    ),
+    (
+        "  1a | 03/03/2025 | 02:11:38 | Critical Interrupt #0x17 | Bus Fatal Error | Asserted",
+        "hardware-bmc-sel-fault-asserted",
+    ),
+    ("WARNING: infoROM is corrupted at gpu 0000:86:00.0", "hardware-nvidia-smi-inforom-corrupted"),
 ]
 
 
