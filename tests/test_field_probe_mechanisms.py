@@ -156,6 +156,7 @@ LINES_AND_RULES = [
         "hardware-bmc-sel-fault-asserted",
     ),
     ("WARNING: infoROM is corrupted at gpu 0000:86:00.0", "hardware-nvidia-smi-inforom-corrupted"),
+    ("\tGPU 6: FAULTY", "hardware-gpu-burn-faulty"),
 ]
 
 
