@@ -157,6 +157,11 @@ LINES_AND_RULES = [
     ),
     ("WARNING: infoROM is corrupted at gpu 0000:86:00.0", "hardware-nvidia-smi-inforom-corrupted"),
     ("\tGPU 6: FAULTY", "hardware-gpu-burn-faulty"),
+    (
+        "It appears as if there is not enough space for /dev/shm/vader_segment.gpu-12.5d2e0001.0"
+        " (the shared-memory backing",
+        "shm-openmpi-shared-memory-backing-file-full",
+    ),
 ]
 
 
