@@ -162,6 +162,11 @@ LINES_AND_RULES = [
         " (the shared-memory backing",
         "shm-openmpi-shared-memory-backing-file-full",
     ),
+    (
+        "Faiss assertion 'err == CUBLAS_STATUS_SUCCESS' failed in void faiss::gpu::runMatrixMult"
+        "() at faiss/gpu/utils/MatrixMult-inl.cuh:265; details: cublas failed (14): (64, 96)",
+        "gpu-oom-cudnn-internal-error",
+    ),
 ]
 
 
