@@ -167,6 +167,16 @@ LINES_AND_RULES = [
         "() at faiss/gpu/utils/MatrixMult-inl.cuh:265; details: cublas failed (14): (64, 96)",
         "gpu-oom-cudnn-internal-error",
     ),
+    (
+        "  Warning  Failed  3s  kubelet  Error: container has runAsNonRoot and image will run as"
+        ' root (pod: "infer-7c9d_ml(0a1b)", container: infer)',
+        "permissions-k8s-run-as-non-root-image-root",
+    ),
+    (
+        "azure.core.exceptions.ClientAuthenticationError: Server failed to authenticate the"
+        " request. Make sure the value of Authorization header is formed correctly.",
+        "permissions-cloud-api-access-denied",
+    ),
 ]
 
 
