@@ -29,6 +29,7 @@ import test_dx_mechanisms
 import test_dy_mechanisms
 import test_ea_mechanisms
 import test_eb_mechanisms
+import test_ec_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -56,6 +57,7 @@ TABLES = {
     "dy": test_dy_mechanisms.LINES_AND_RULES,
     "ea": test_ea_mechanisms.LINES_AND_RULES,
     "eb": test_eb_mechanisms.LINES_AND_RULES,
+    "ec": test_ec_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [
