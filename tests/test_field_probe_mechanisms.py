@@ -177,6 +177,11 @@ LINES_AND_RULES = [
         " request. Make sure the value of Authorization header is formed correctly.",
         "permissions-cloud-api-access-denied",
     ),
+    (
+        "/usr/local/cuda-12.1/include/crt/host_config.h:143:2: error: #error -- unsupported GNU"
+        " version! gcc versions later than 12 are not supported!",
+        "driver-host-compiler-unsupported-by-cuda",
+    ),
 ]
 
 
