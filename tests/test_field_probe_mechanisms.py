@@ -182,6 +182,16 @@ LINES_AND_RULES = [
         " version! gcc versions later than 12 are not supported!",
         "driver-host-compiler-unsupported-by-cuda",
     ),
+    (
+        "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum"
+        " capability: 89. Current capability: 86.",
+        "driver-library-rejects-gpu-capability",
+    ),
+    (
+        "RuntimeError: FlashAttention is only supported on CUDA 12.0 and above.  Note: make sure"
+        " nvcc has a supported version by running nvcc -V.",
+        "driver-cuda-toolkit-missing-for-build",
+    ),
 ]
 
 
