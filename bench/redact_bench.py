@@ -19,6 +19,13 @@ One process, one core: the figures are single-core.
     python bench/redact_bench.py --digests before.json      # what every text redacts to (below)
     python bench/redact_bench.py --digests after.json --compare before.json
     python bench/redact_bench.py --mb 16 --phases           # where the CPU time goes
+    python bench/redact_bench.py --archive /tmp/arch        # a job-log archive's files
+
+`--archive DIR` measures the files of a folder instead, as `collect` sees a bundle: every file
+learned, then every file written, through one Redactor. A realistic archive comes from the
+shared generator (`python ../shared/bench/gen_archive.py --out /tmp/arch --gb 0.05`): launcher
+logs with tqdm progress bars (characters Latin-1 lacks, on a third of the bytes), NCCL floods,
+rank prefixes, dmesg and nvidia-smi files.
 
 `--digests` measures nothing: it writes the SHA-256 of what every corpus and sample file (and
 4 MB of each bench log) redacts to, on both gate backends, each file alone (learned, then
@@ -109,6 +116,36 @@ def measure(data: bytes, backend: str) -> tuple[Timing, Timing, int]:
         written += len(redactor.text(text))
     wrote = (time.perf_counter() - wall, time.process_time() - cpu)
     return learned, wrote, len(redactor.mapping())
+
+
+def measure_files(files: list[bytes], backend: str) -> tuple[Timing, Timing, int]:
+    """`measure` over several files through one Redactor: all learned, then all written."""
+    redactor = Redactor(backend=backend)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for data in files:
+        for text in text_chunks(io.BytesIO(data)):
+            redactor.learn(text)
+    learned = (time.perf_counter() - wall, time.process_time() - cpu)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for data in files:
+        for text in text_chunks(io.BytesIO(data)):
+            redactor.text(text)
+    wrote = (time.perf_counter() - wall, time.process_time() - cpu)
+    return learned, wrote, len(redactor.mapping())
+
+
+def archive_rounds(root: Path, backend: str, rounds: int) -> None:
+    """Print the MB/s of `measure_files` over every file under `root`, `rounds` times."""
+    files = [path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()]
+    megabytes = sum(map(len, files)) / 1_000_000
+    print(f"{'archive':>10} {'MB':>6} {'round':>5} {'learn':>13} {'text':>13} {'both':>13}")
+    for round_ in range(1, rounds + 1):
+        learned, wrote, pseudonyms = measure_files(files, backend)
+        rates = " ".join(
+            _rate(megabytes, *timings) for timings in ((learned,), (wrote,), (learned, wrote))
+        )
+        print(f"{'archive':>10} {megabytes:6.1f} {round_:5d} {rates}")
+    print(f"archive: {len(files)} files, {pseudonyms} pseudonyms", file=sys.stderr)
 
 
 PHASES = (
@@ -245,11 +282,16 @@ def main() -> None:
     parser.add_argument(
         "--phases", action="store_true", help="CPU seconds of each phase (one round per log)"
     )
+    parser.add_argument("--archive", type=Path, help="measure the files under this folder")
     parser.add_argument("--digests", type=Path, help="write output digests here, time nothing")
     parser.add_argument("--compare", type=Path, help="with --digests: the digests to match")
     args = parser.parse_args()
     if args.digests is not None:
         raise SystemExit(write_digests(args.digests, args.compare))
+    if args.archive is not None:
+        print("MB/s as wall clock / CPU time of this process")
+        archive_rounds(args.archive, args.backend, args.rounds)
+        return
     shapes = dict(SHAPES)
     if args.kinds:
         shapes = {args.kinds: tuple(k for k in args.kinds.split(",") if k)}

@@ -54,11 +54,23 @@ def _stand_in(char: str) -> str:
     return _OTHER
 
 
+_RUNS: dict[str, str] = {}
+"""The stand-ins of runs of characters Latin-1 lacks, by run: a progress bar's blocks
+(`▏`, `█▌`) recur on every update of a tqdm line, and a lookup costs half a join."""
+_MAX_RUNS = 65536
+_MAX_RUN_KEPT = 64
+
+
 def _stand_ins(error: UnicodeError) -> tuple[str, int]:
     if not isinstance(error, UnicodeEncodeError):
         raise error
     run = error.object[error.start : error.end]
-    return "".join(map(_stand_in, run)), error.end
+    found = _RUNS.get(run)
+    if found is None:
+        found = "".join(map(_stand_in, run))
+        if len(run) <= _MAX_RUN_KEPT and len(_RUNS) < _MAX_RUNS:
+            _RUNS[run] = found
+    return found, error.end
 
 
 codecs.register_error(FOLD_ERRORS, _stand_ins)
