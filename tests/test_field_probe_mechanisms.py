@@ -155,7 +155,7 @@ LINES_AND_RULES = [
         "  1a | 03/03/2025 | 02:11:38 | Critical Interrupt #0x17 | Bus Fatal Error | Asserted",
         "hardware-bmc-sel-fault-asserted",
     ),
-    ("WARNING: infoROM is corrupted at gpu 0000:86:00.0", "hardware-nvidia-smi-inforom-corrupted"),
+    ("WARNING: infoROM is corrupted at gpu 0000:86:00.0", "hardware-gpu-inforom-corrupted"),
     ("\tGPU 6: FAULTY", "hardware-gpu-burn-faulty"),
     (
         "It appears as if there is not enough space for /dev/shm/vader_segment.gpu-12.5d2e0001.0"

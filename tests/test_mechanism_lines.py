@@ -30,6 +30,7 @@ import test_dy_mechanisms
 import test_ea_mechanisms
 import test_eb_mechanisms
 import test_ec_mechanisms
+import test_ed_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -58,6 +59,7 @@ TABLES = {
     "ea": test_ea_mechanisms.LINES_AND_RULES,
     "eb": test_eb_mechanisms.LINES_AND_RULES,
     "ec": test_ec_mechanisms.LINES_AND_RULES,
+    "ed": test_ed_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [
