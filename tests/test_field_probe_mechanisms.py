@@ -192,6 +192,34 @@ LINES_AND_RULES = [
         " nvcc has a supported version by running nvcc -V.",
         "driver-cuda-toolkit-missing-for-build",
     ),
+    # this session's probes: lower-case Go, Rust Debug, Java and Node forms of EIO, Go's ESTALE,
+    # Rust's and Node's allocation failures, CUDA.jl, Apptainer --nv, Slurm's cgroup note and
+    # RPC timeouts
+    (
+        "FATAL:   container creation failed: while mounting image /proc/self/fd/3: failed to"
+        " mount squashfs filesystem: input/output error",
+        "filesystem-io-error",
+    ),
+    (
+        'Error: Os { code: 5, kind: Uncategorized, message: "Input/output error" }',
+        "filesystem-io-error",
+    ),
+    ("java.io.IOException: Input/output error", "filesystem-io-error"),
+    ("Error: EIO: i/o error, read", "filesystem-io-error"),
+    ("Error: open /mnt/nfs/shard-7.tar: stale NFS file handle", "filesystem-stale-file-handle"),
+    ("memory allocation of 17179869184 bytes failed", "host-oom-language-runtime-out-of-memory"),
+    ("ERROR: LoadError: CUDA driver not functional", "driver-julia-cuda-unavailable"),
+    ("INFO:    Could not find any nv files on this host!", "driver-apptainer-nv-libraries-missing"),
+    (
+        "slurmstepd: error: task/cgroup: _oom_check: StepId=77.0 hit memory+swap limit at least"
+        " once during execution. This may or may not result in some failure.",
+        "host-oom-slurm-cgroup-limit-hit",
+    ),
+    (
+        "srun: error: Task launch for StepId=12.0 failed on node gpu-9: Socket timed out on"
+        " send/recv operation",
+        "network-slurm-rpc-socket-timeout",
+    ),
 ]
 
 
@@ -343,3 +371,24 @@ def test_julias_signal_report_is_a_death(tmp_path: Path) -> None:
     report = log_report(tmp_path / "case", log)
     assert ending_of(report) is Ending.DIED
     assert_leads(report, "shm")
+
+
+def test_htcondor_job_event_log_reports_a_death_and_a_clean_exit(tmp_path: Path) -> None:
+    """HTCondor's job event log says how the job ended under `Job terminated.`: a signal, or
+    the program's return value."""
+    killed = (
+        "001 (4711.000.000) 2025-03-03 02:00:00 Job executing on host: <10.0.0.9:9618>\n"
+        "005 (4711.000.000) 2025-03-03 02:41:07 Job terminated.\n"
+        "\t(0) Abnormal termination (signal 9)\n"
+    )
+    assert ending_of(log_report(tmp_path / "killed", killed)) is Ending.DIED
+    failed = killed.replace(
+        "(0) Abnormal termination (signal 9)", "(1) Normal termination (return value 2)"
+    )
+    assert ending_of(log_report(tmp_path / "failed", failed)) is Ending.DIED
+    clean = killed.replace(
+        "(0) Abnormal termination (signal 9)", "(1) Normal termination (return value 0)"
+    )
+    report = log_report(tmp_path / "clean", clean)
+    assert ending_of(report) is Ending.COMPLETED
+    assert str(report.verdict) == "none"

@@ -151,7 +151,9 @@ _BY_SIGNAL = re.compile(
     # 0x7f...) from PID 0; stack trace: ***`), each followed by the crashed stack
     r"|\*\*\* (SIG[A-Z0-9]+) (?:received at time=|\(@0x[0-9a-f]+\) received by PID )"
     # Julia's signal handler (`signal (7): Bus error`, then the Julia stack), as it dies
-    r"|^signal \(([0-9]{1,2})\): [A-Z]",
+    r"|^signal \(([0-9]{1,2})\): [A-Z]"
+    # HTCondor's job event log, under `Job terminated.` (`(0) Abnormal termination (signal 9)`)
+    r"|\bAbnormal termination \(signal ([0-9]{1,2})\)",
     re.IGNORECASE,
 )
 _NATIVE_FRAME = (
@@ -176,7 +178,9 @@ _EXIT_WORDING = re.compile(
     # GNU time's report of the command it ran (`Command exited with non-zero status 1`)
     r"|exited with non-zero status"
     # a torchelastic ProcessFailure's repr (`exitcode=-7`)
-    r"|\bexitcode=) ?(0x[0-9a-f]{8}|-?[0-9]+)\b",
+    r"|\bexitcode="
+    # HTCondor's job event log (`(1) Normal termination (return value 1)`)
+    r"|Normal termination \(return value) ?(0x[0-9a-f]{8}|-?[0-9]+)\b",
     re.IGNORECASE,
 )
 """An exit status in a program's generic wording (GNU time's too); Go prints a Windows status
@@ -444,7 +448,9 @@ class DeathSigns(AnchoredCollector):
         if m.group(4):
             name = SIGNALS.get(SIGNAL_WORDS.get(m.group(4).lower(), 0))
         else:
-            found = m.group(1) or m.group(2) or m.group(5) or m.group(6) or m.group(7)
+            found = (
+                m.group(1) or m.group(2) or m.group(5) or m.group(6) or m.group(7) or m.group(8)
+            )
             name = signal_name(found.upper())
         pid = bounded_int(m.group(3)) if m.group(3) else None
         if name is not None:
@@ -697,14 +703,15 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
         r"(?i:(?:killed|terminated|died|exited) (?:by|with|from|on|due to) signal"
         r"|(?:got|caught|received) signal:? ?[0-9S]|signal: [a-z]|signaled to shutdown with signal)"
         r"|Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|\(signal: [0-9]+, SIG[A-Z]"
-        r"|\*\*\* SIG[A-Z0-9]+ (?:received at time=|\(@0x)|^signal \([0-9]{1,2}\): [A-Z]",
+        r"|\*\*\* SIG[A-Z0-9]+ (?:received at time=|\(@0x)|^signal \([0-9]{1,2}\): [A-Z]"
+        r"|Abnormal termination \(signal [0-9]",
         D.on_by_signal,
     ),
     Anchor(
         r"(?i:exited with (?:exit |status )?code|finished with exit code|exit status|exit code)"
         r":? ?-?[0-9]"
         r"|exitcode=-?[0-9]|a non-zero exit code\. Per user-direction"
-        r"|exited with non-zero status",
+        r"|exited with non-zero status|Normal termination \(return value -?[0-9]",
         D.on_exit_wording,
     ),
     Anchor(
