@@ -220,6 +220,16 @@ LINES_AND_RULES = [
         " send/recv operation",
         "network-slurm-rpc-socket-timeout",
     ),
+    (
+        "java.lang.OutOfMemoryError: Physical memory usage is too high: physicalBytes (31G) >"
+        " maxPhysicalBytes (31G)",
+        "host-oom-jvm-heap-exhausted",
+    ),
+    (
+        "tensorflow.python.framework.errors_impl.InternalError: CUDA runtime implicit"
+        " initialization on GPU:1 failed. Status: out of memory",
+        "gpu-oom-cuda-error-out-of-memory",
+    ),
 ]
 
 
