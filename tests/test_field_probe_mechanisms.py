@@ -230,6 +230,11 @@ LINES_AND_RULES = [
         " initialization on GPU:1 failed. Status: out of memory",
         "gpu-oom-cuda-error-out-of-memory",
     ),
+    (
+        'OSError: [WinError 127] The specified procedure could not be found. Error loading "C:\\'
+        'venv\\lib\\site-packages\\torch\\lib\\torch_cuda.dll" or one of its dependencies.',
+        "driver-windows-dll-load-failed",
+    ),
 ]
 
 

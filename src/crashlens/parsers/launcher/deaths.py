@@ -448,9 +448,7 @@ class DeathSigns(AnchoredCollector):
         if m.group(4):
             name = SIGNALS.get(SIGNAL_WORDS.get(m.group(4).lower(), 0))
         else:
-            found = (
-                m.group(1) or m.group(2) or m.group(5) or m.group(6) or m.group(7) or m.group(8)
-            )
+            found = m.group(1) or m.group(2) or m.group(5) or m.group(6) or m.group(7) or m.group(8)
             name = signal_name(found.upper())
         pid = bounded_int(m.group(3)) if m.group(3) else None
         if name is not None:
