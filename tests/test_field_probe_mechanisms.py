@@ -235,6 +235,13 @@ LINES_AND_RULES = [
         'venv\\lib\\site-packages\\torch\\lib\\torch_cuda.dll" or one of its dependencies.',
         "driver-windows-dll-load-failed",
     ),
+    (
+        "[ 77.1] mlx5_core 0000:a1:00.1: mlx5_health_check_fatal_sensors:810:(pid 0): Fatal"
+        " error 3 detected",
+        "hardware-nic-fatal-health-error",
+    ),
+    ("md/raid:md2: Disk failure on sdc, disabling device.", "hardware-raid-disk-failed"),
+    ("[ 12.5] i40e 0000:3d:00.0 ens1f0: Detected Tx Unit Hang", "network-nic-tx-unit-hang"),
 ]
 
 
