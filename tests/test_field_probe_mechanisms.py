@@ -242,6 +242,15 @@ LINES_AND_RULES = [
     ),
     ("md/raid:md2: Disk failure on sdc, disabling device.", "hardware-raid-disk-failed"),
     ("[ 12.5] i40e 0000:3d:00.0 ens1f0: Detected Tx Unit Hang", "network-nic-tx-unit-hang"),
+    (
+        'could not resize shared memory segment "/PostgreSQL.88" to 4194304 bytes: No space left'
+        " on device",
+        "shm-enospc-dev-shm",
+    ),
+    (
+        "RuntimeError: Couldn't open shared file mapping: <000001A2B3C4D5E6>, error code: <1455>",
+        "host-oom-windows-commit-limit",
+    ),
 ]
 
 
