@@ -251,6 +251,14 @@ LINES_AND_RULES = [
         "RuntimeError: Couldn't open shared file mapping: <000001A2B3C4D5E6>, error code: <1455>",
         "host-oom-windows-commit-limit",
     ),
+    (
+        "s3fs: [ERR] curl.cpp:RequestPerform(1190): HTTP response code 403, returning EPERM.",
+        "permissions-cloud-api-access-denied",
+    ),
+    (
+        "[ 5.1] amdgpu 0000:29:00.0: amdgpu: 3 uncorrectable hardware errors detected in umc block",
+        "hardware-amdgpu-ras-uncorrectable",
+    ),
 ]
 
 
