@@ -259,6 +259,16 @@ LINES_AND_RULES = [
         "[ 5.1] amdgpu 0000:29:00.0: amdgpu: 3 uncorrectable hardware errors detected in umc block",
         "hardware-amdgpu-ras-uncorrectable",
     ),
+    (
+        "ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough"
+        " GPU RAM to fit the quantized model.",
+        "gpu-oom-loader-model-does-not-fit",
+    ),
+    (
+        "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Amp or CPU",
+        "driver-library-rejects-gpu-capability",
+    ),
+    ("ValueError: fp16 mixed precision requires a GPU (not 'cpu').", "driver-no-gpu-visible"),
 ]
 
 
