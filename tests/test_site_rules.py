@@ -282,3 +282,17 @@ def test_site_rule_files_carried_elsewhere_build_the_same_library(tmp_path: Path
     broken = (replace(files[0], text=files[0].text.replace("'root'", "'cause'")),)
     with pytest.raises(PatternError, match="filesystem-site-ckpt-fenced.toml"):
         carried_library(broken)
+
+
+def test_rules_coverage_counts_site_rules_and_refuses_an_invalid_one(tmp_path: Path) -> None:
+    """`coverage` reads `--rules` like `list` and `show`; an invalid site rule is an exit with
+    the reason (BAD_PATTERNS), not a traceback."""
+    folder = _site(tmp_path)
+    counted = RUNNER.invoke(app, ["rules", "coverage", "--rules", str(folder)])
+    assert counted.exit_code == 0, counted.output
+    assert "errno" in counted.stdout
+    (tmp_path / "broken").mkdir()
+    broken = _site(tmp_path / "broken", SITE_RULE.replace("role = 'root'", "role = 'cause'"))
+    refused = RUNNER.invoke(app, ["rules", "coverage", "--rules", str(broken)])
+    assert refused.exit_code == 3
+    assert "invalid pattern library" in refused.stderr and "Traceback" not in refused.output

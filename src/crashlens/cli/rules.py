@@ -51,13 +51,12 @@ def rules_list(site: RulesOption = None) -> None:
 
 
 @rules_app.command("coverage")
-def rules_coverage() -> None:
+def rules_coverage(site: RulesOption = None) -> None:
     """Per catalog table, how many entries a rule of the library recognises (the finish
     signs' table: how many the failure detector reads as a finish)."""
     from crashlens.match.catalogs import coverage
-    from crashlens.match.rules import shipped_rules
 
-    for row in coverage(shipped_rules()):
+    for row in coverage(library_or_exit(site)):
         shown = ", ".join(row.missing[:8]) + (", ..." if len(row.missing) > 8 else "")
         missing = f"  missing: {shown}" if row.missing else ""
         typer.echo(f"{row.table:18} {row.covered:4}/{row.entries:<4}{missing}")
