@@ -147,3 +147,23 @@ def test_the_curl_user_gate_asks_for_a_user_and_password() -> None:
         assert bool(gates().lines(fold(line)).get(0, 0) >> row & 1) is proposed, line
         assert Redactor().text(line) == Redactor(backend="python").text(line)
     assert "carol" not in Redactor().text("curl -u carol:hunter2 https://x")
+
+
+def test_a_remembered_line_prefix_writes_what_the_row_writes() -> None:
+    """pdsh's `host: ` prefix is remembered by its text: every line gets the same pseudonym,
+    a tool's or a word's prefix stays, and a fresh redactor writes the same."""
+    lines = [
+        "gpu-node-07: [rank3] NCCL INFO Bootstrap",
+        "nccl-tests: all_reduce_perf failed",
+        "error: something",
+        "gpu-node-07: [rank3] loss 0.1",
+        "  gpu-node-07: indented",
+    ]
+    redactor = Redactor()
+    shown = [redactor.text(line) for line in lines * 2]
+    assert shown[:5] == shown[5:]
+    assert shown[1] == lines[1] and shown[2] == lines[2]
+    assert all("gpu-node-07" not in line for line in shown)
+    assert shown[0].split(":")[0] == shown[3].split(":")[0] == shown[4].split(":")[0].strip()
+    assert [Redactor().text(line) for line in lines][0] == shown[0]
+    assert len(redactor.shown_prefixes) == 3  # `error` has no digit or dash: no gate

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from crashlens.cli import app
 from crashlens.collect import CollectOptions, collect
 from crashlens.redact import Redactor
-from crashlens.redact.gates import fold
+from crashlens.redact.gates import FOLD_ERRORS, fold
 
 RUNNER = CliRunner()
 
@@ -63,6 +63,20 @@ def test_every_character_re_takes_for_an_ascii_letter_folds_to_it() -> None:
 def test_folding_keeps_one_byte_per_character() -> None:
     text = "a\u212a\u0130\u7528\u2003\u0663\udc80\u00a0z"
     assert fold(text) == b"aki\xff 3\xff z"
+
+
+def test_progress_bar_glyphs_fold_as_every_other_character_latin1_lacks() -> None:
+    """`fold` replaces a bar's glyphs before encoding (speed): the bytes are the ones the
+    codec's handler writes, one a character, beside text the handler still folds."""
+    bar = (
+        " 45%|\u2588\u2588\u2588\u2588\u258c     | 9/20 "
+        "[\u212a\u2003\u2501\u2578\u257a\u2589\udc80]\r"
+    )
+    folded = fold(bar * 3)
+    assert len(folded) == len(bar) * 3
+    one_by_one = b"".join(char.encode("latin-1", FOLD_ERRORS) for char in bar)
+    assert folded == one_by_one.lower() * 3
+    assert folded.count(b"\xff") == 3 * 10  # 9 glyphs and the lone surrogate
 
 
 def _job(folder: Path) -> list[str]:

@@ -144,6 +144,9 @@ class Redactor:
         self._hosts_seen: dict[str, str | None] = {}
         """learn_host's answers: a host is seen on every line of a pdsh log."""
         self._shown_hosts: dict[str, str] = {}
+        self.shown_prefixes: dict[str, str] = {}
+        """What a line's host prefix (`node-01: `) is written as, by the prefix (pdsh puts
+        one on every line); filled through `remember_prefix`."""
         self._gates = gates(backend)
         self._memo: dict[str | bytes, Remembered] = {}
         """What the rows made of a text (its edits, and its folded bytes while they are
@@ -201,6 +204,13 @@ class Redactor:
         found = self._learn_host(name)
         self._hosts_seen[name] = found
         return found
+
+    def remember_prefix(self, prefix: str, shown: str) -> None:
+        """Keep what `prefix` is written as (exact as `shown_host` is: a host, once learned,
+        keeps its pseudonym), forgetting all past `_MAX_SHOWN_HOSTS` prefixes."""
+        if len(self.shown_prefixes) >= _MAX_SHOWN_HOSTS:
+            self.shown_prefixes.clear()
+        self.shown_prefixes[prefix] = shown
 
     def shown_host(self, name: str) -> str:
         """What a host name found by a row is written as: its pseudonym, or the name where it

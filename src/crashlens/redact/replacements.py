@@ -485,10 +485,17 @@ def _has_digit_or_dash(token: str) -> bool:
 
 
 def _prefix_host(redactor: Redactor, match: re.Match[str]) -> str:
-    name = match.group(2)
-    if not _has_digit_or_dash(name) or name in TOOLS:
-        return match.group(0)  # `error: ...`, `nccl-tests: ...`: a word or a tool, not a host
-    return match.group(1) + _host(redactor, name)
+    # a pdsh or syslog prefix stands on every line of its log: its answer is remembered
+    prefix = match.group(0)
+    shown = redactor.shown_prefixes.get(prefix)
+    if shown is None:
+        name = match.group(2)
+        if not _has_digit_or_dash(name) or name in TOOLS:
+            shown = prefix  # `error: ...`, `nccl-tests: ...`: a word or a tool, not a host
+        else:
+            shown = match.group(1) + _host(redactor, name)
+        redactor.remember_prefix(prefix, shown)
+    return shown
 
 
 def _wandb_entity(redactor: Redactor, match: re.Match[str]) -> str:
