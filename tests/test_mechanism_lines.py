@@ -32,6 +32,7 @@ import test_eb_mechanisms
 import test_ec_mechanisms
 import test_ed_mechanisms
 import test_ee_mechanisms
+import test_eg_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -62,6 +63,7 @@ TABLES = {
     "ec": test_ec_mechanisms.LINES_AND_RULES,
     "ed": test_ed_mechanisms.LINES_AND_RULES,
     "ee": test_ee_mechanisms.LINES_AND_RULES,
+    "eg": test_eg_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [

@@ -275,6 +275,8 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
         return _died_before_stop(first, stops)
     if stops and (waiting := stopped_waiting(facts, hits)) is not None:
         return waiting
+    if stops and all(map(_sigterm_from_nobody_named, stops)):
+        return _unattributed_sigterm(min(stops, key=position))
     if stops:
         best = min(stops, key=position)
         return Assessment(
@@ -284,6 +286,32 @@ def assess(analyses: Sequence[InputAnalysis], rules: Sequence[Rule] | None = Non
             harmless=tuple(stop_harmless(alarms(alarming(stops), hits), best)),
         )
     return without_ending(facts, hits, kinds, index.failure)
+
+
+def _sigterm_from_nobody_named(sign: Sign) -> bool:
+    """Whether a stop is only a SIGTERM its sender left unnamed: a launcher or the agent that
+    received it, with no scheduler's, container's or user's record of a stop beside it."""
+    fact = sign.fact
+    return fact.key == "launcher.signal" and fact.value == "SIGTERM"
+
+
+def _unattributed_sigterm(sign: Sign) -> Assessment:
+    """A run ended by SIGTERM and nothing else: Ctrl-C is SIGINT and a closed terminal SIGHUP,
+    but SIGTERM is what a scheduler's cancel, a time limit, a preemption and `docker stop` send
+    and also what memory watchdogs send before they kill (earlyoom; the Neuron runtime's host
+    memory guard, whose runbook gives this very log). The log cannot tell a deliberate stop
+    from a killed run: `none` is not earned, and the scheduler's record tells which."""
+    return Assessment(
+        ending=Ending.UNKNOWN,
+        sign=sign.fact.cited(f"{sign.says}, and no record says who sent it"),
+        reason=(
+            f"The run was ended from outside by SIGTERM ({sign.says}), and no input says who "
+            "sent it: a scheduler's cancel, time limit or preemption, a container stop, or a "
+            "watchdog that ends processes when the host runs out of memory. Collect the "
+            "scheduler's record of the job (sacct -j <jobid> -o State,ExitCode,MaxRSS,ReqMem) "
+            "and the kernel log (dmesg -T | grep -i oom) to tell a stop from a kill."
+        ),
+    )
 
 
 def _failure_first(

@@ -348,6 +348,10 @@ HOST_PORT = re.compile(r"(?<![\w.:/@-])\[?([A-Za-z][A-Za-z0-9-]*+)\]?(?=:[1-9]\d
 HOSTFILE = re.compile(r"(?m)^(\s*)([A-Za-z0-9][\w.-]*)(?=\s+slots\s*=)")
 AWS_HOST = re.compile(r"(?<![\w-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[\w.-]+)?(?![\w-])")
 FQDN_RE = re.compile(rf"(?i)(?<![\w.@-])(?:(?<=://)|(?<!/)){_FQDN}(?![\w-]|\.\w)")
+CONSTANT_NAME = re.compile(r"\A[A-Z][A-Z0-9]*+(?:_[A-Z0-9]++)++\Z")
+"""An upper-case name joined by underscores (`CUDA_ERROR_OUT_OF_MEMORY`, `NCCL_SOCKET_IFNAME`):
+an error code, an enum or a variable where a host was expected (`bytes on host:
+CUDA_ERROR_OUT_OF_MEMORY`); DNS names hold no underscore."""
 NOT_HOST = re.compile(
     r"(?i)^(?:rank|local_rank|node_rank|worker|cuda|device|gpu|step|epoch|iter|c10d|utf-8|"
     r"x86-64|x86_64|sha\d++|md5|http|https|tcp|udp|file|line|pid|tid|port|nccl|mlx5|eth|ib|"

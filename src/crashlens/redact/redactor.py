@@ -44,6 +44,7 @@ from crashlens.redact.anchors import Anchored, anchored
 from crashlens.redact.gates import Edit, Gates, apply_edits, fold, rows_of
 from crashlens.redact.learned import LearnedNames
 from crashlens.redact.patterns import (
+    CONSTANT_NAME,
     FILE_SUFFIX,
     KEEP_IPS,
     KINDS,
@@ -235,6 +236,8 @@ class Redactor:
             return self.pseudonym("ip", name, ip_key(name))
         lower = name.lower()
         if lower in COMMON_WORDS or lower in SYSTEM_USERS or NOT_HOST.match(lower):
+            return None
+        if CONSTANT_NAME.fullmatch(name):
             return None
         if name.isdigit() or FILE_SUFFIX.search(name):
             return None

@@ -113,7 +113,9 @@ _SHELL_KILLED = re.compile(
     r"line [0-9]+: +([0-9]+) (Killed|Bus error|Segmentation fault|Aborted)(?: \(core dumped\))?"
 )
 _CPU_MEM = re.compile(r"CPU Virtual Memory: +used = " + SIZE + r", percent = ([0-9.]+)%")
-_AGENT_SIGNAL = re.compile(r"Received Signals\.(SIG[A-Z0-9]+) death signal")
+_AGENT_SIGNAL = re.compile(r"Received (?:Signals\.(SIG[A-Z0-9]+)|([0-9]{1,2})) death signal")
+"""torchelastic's agent names the signal it got (`Received Signals.SIGTERM death signal`);
+releases before the Signals enum printed its number (`Received 15 death signal`)."""
 _DS_KILLING = re.compile(r"sigkill_handler\] Killing subprocess ([0-9]+)")
 _DS_RECEIVED = re.compile(r"Main process received (SIG[A-Z0-9]+), exiting")
 
@@ -452,9 +454,11 @@ class LauncherCollector(DeathSigns):
                     host=line.host,
                     source="dataloader-worker",
                 )
-        if m := _AGENT_SIGNAL.search(text):
+        if (m := _AGENT_SIGNAL.search(text)) and (
+            received := m.group(1) or SIGNALS.get(int(m.group(2)))
+        ):
             self.signals.add(
-                m.group(1), line.lineno, line.raw, host=line.host, source="agent-received"
+                received, line.lineno, line.raw, host=line.host, source="agent-received"
             )
         mpi = _MPI_SIGNAL.search(text)
         mpi_signum = bounded_int(mpi.group(4)) if mpi else None
@@ -715,7 +719,7 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     # torchelastic report, DataLoader, agent, shell, mpirun
     Anchor(
         r"Signal [0-9]+ \(SIG[A-Z0-9]+\) received by PID|DataLoader worker \(pid [0-9]+\) is killed"
-        r"|Received Signals\.SIG[A-Z0-9]+ death signal|exited on signal [0-9]+"
+        r"|Received (?:Signals\.SIG[A-Z0-9]+|[0-9]{1,2}) death signal|exited on signal [0-9]+"
         r"|line [0-9]+: +[0-9]+ (?:Killed|Bus error|Segmentation fault|Aborted)",
         L.on_signal,
     ),
