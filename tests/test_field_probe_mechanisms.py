@@ -14,6 +14,12 @@ from mechanism_helpers import assert_leads, ending_of, log_report, report_of
 # read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
     (
+        "RuntimeError: ERROR: Cannot create Vulkan instance. This problem is often caused by a"
+        " faulty installation of the Vulkan driver or attempting to use a GPU that does not"
+        " support Vulkan.",
+        "driver-vulkan-driver-unavailable",
+    ),
+    (
         "    Minimum and Maximum cuda capability supported by this version of PyTorch is",
         "driver-gpu-arch-unsupported-by-torch",
     ),
