@@ -305,11 +305,11 @@ def _unattributed_sigterm(sign: Sign) -> Assessment:
         ending=Ending.UNKNOWN,
         sign=sign.fact.cited(f"{sign.says}, and no record says who sent it"),
         reason=(
-            f"The run was ended from outside by SIGTERM ({sign.says}), and no input says who "
-            "sent it: a scheduler's cancel, time limit or preemption, a container stop, or a "
-            "watchdog that ends processes when the host runs out of memory. Collect the "
-            "scheduler's record of the job (sacct -j <jobid> -o State,ExitCode,MaxRSS,ReqMem) "
-            "and the kernel log (dmesg -T | grep -i oom) to tell a stop from a kill."
+            f"The run ended on a SIGTERM that no input attributes: {sign.says}. A scheduler's "
+            "cancel, time limit or preemption sends one, as do a container stop and watchdogs "
+            "that end processes when the host runs out of memory, so the log cannot tell a "
+            "deliberate stop from a kill. Collect the scheduler's record of the job (sacct -j "
+            "<jobid> -o State,ExitCode,MaxRSS,ReqMem) and the kernel log (dmesg -T | grep -i oom)."
         ),
     )
 
