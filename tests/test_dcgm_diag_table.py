@@ -95,12 +95,32 @@ def test_dcgm4_per_gpu_results_and_the_plain_text_parser() -> None:
 
 
 def test_rows_outside_a_diagnostic_table_are_not_read() -> None:
-    # the same two-cell rows with no `| Diagnostic | Result |` header above them
-    rows = [_section("Hardware"), _row("GPU Memory", "Fail - GPU: 0")]
+    # two-cell rows with no `| Diagnostic | Result |` header above them, none a DCGM test's
+    rows = [_row("Epoch", "Fail - GPU: 0"), _row("Warning", "GPU 0 had uncorrectable memory")]
     assert _facts("\n".join(rows) + "\n", "dcgm.test_failed") == []
-    # and a table whose rows stopped: a later row, far below, is not its
-    ended = _table(_section("Hardware"), _row("PCIe", "Pass - All")) + "loading data\n" * 5
-    assert _facts(ended + _row("GPU Memory", "Fail - GPU: 0") + "\n", "dcgm.test_failed") == []
+    assert _facts("\n".join(rows) + "\n", "dcgm.diag_message") == []
+    # and a table whose rows stopped: a later row, far below, that names no test, is not its
+    ended = _table(_section("Hardware"), _row("GPU Memory", "Pass - All")) + "loading data\n" * 5
+    assert _facts(ended + _row("Loss", "Fail - GPU: 0") + "\n", "dcgm.test_failed") == []
+
+
+def test_a_failing_tests_rows_quoted_without_the_header_are_read() -> None:
+    """Users quote only the failing test's rows: the test's name gives its section."""
+    rows = [
+        _row("GPU Memory", "Pass - GPUs: 1, 2, 3"),
+        _row("", "Fail - GPU: 0"),
+        *_message_rows(
+            "Warning", "GPU 0 had uncorrectable memory errors and row remapping failed."
+        ),
+    ]
+    (failed,) = _facts("\n".join(rows) + "\n", "dcgm.test_failed")
+    assert (failed.value, failed.attr("section"), failed.attr("gpus")) == (
+        "GPU Memory",
+        "Hardware",
+        "0",
+    )
+    (message,) = _facts("\n".join(rows) + "\n", "dcgm.diag_message")
+    assert message.attr("test") == "GPU Memory"
 
 
 def _job(dcgm: str) -> dict[str, str]:

@@ -33,6 +33,7 @@ import test_ec_mechanisms
 import test_ed_mechanisms
 import test_ee_mechanisms
 import test_eg_mechanisms
+import test_ei_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -64,6 +65,7 @@ TABLES = {
     "ed": test_ed_mechanisms.LINES_AND_RULES,
     "ee": test_ee_mechanisms.LINES_AND_RULES,
     "eg": test_eg_mechanisms.LINES_AND_RULES,
+    "ei": test_ei_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [

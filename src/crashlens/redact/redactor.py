@@ -55,7 +55,7 @@ from crashlens.redact.patterns import (
     is_ip,
 )
 from crashlens.redact.replacements import REPLACEMENTS
-from crashlens.redact.substitute import Substitute, substitute
+from crashlens.redact.substitute import Start, Substitute, substitute
 from crashlens.redact.vocabulary import COMMON_WORDS, SYSTEM_USERS, is_public
 
 _PEM = REPLACEMENTS[0]
@@ -65,6 +65,12 @@ _SUBS = tuple(substitute(row.pattern, row.shape) for row in _LINE_ROWS)
 _ANCHORED = tuple(
     anchored(row.pattern, row.anchor) if row.anchor is not None else None for row in _LINE_ROWS
 )
+_AT_START = frozenset(
+    index
+    for index, row in enumerate(_LINE_ROWS)
+    if isinstance(row.shape, Start) and row.anchor is None
+)
+"""Rows whose pattern matches only at a line's start (`substitute.Start`): one `match` a line."""
 _GATES: dict[str, Gates] = {}
 Remembered = tuple[tuple[Edit, ...], bytes | None]
 """The rows' edits of a text, and the text folded where the memo keeps that."""
@@ -382,17 +388,25 @@ class Redactor:
             if end < 0:
                 end = size
             line = text[start:end]
+            subs = row_subs.get(mask)
+            if subs is None:
+                subs = self._subs_of(mask)
+            if len(subs) == 1 and subs[0][0] in _AT_START:
+                # one row that matches at the line's start (a pdsh or syslog prefix alone:
+                # most gated lines of such logs): one match, cheaper than the memo of lines
+                _, sub, replace, _ = subs[0]
+                shown = sub(replace, line)
+                if shown is not line and shown != line:
+                    edits.append((start, end, shown))
+                continue
             key = (mask, line)
             redacted = done.get(key)
             if redacted is not None:
                 if redacted != line:
                     edits.append((start, end, redacted))
                 continue
-            subs = row_subs.get(mask)
-            if subs is None:
-                subs = self._subs_of(mask)
             if len(subs) == 1 and subs[0][3] is None:
-                # one row, not anchored (a syslog or pdsh prefix alone: most gated lines)
+                # one row, not anchored
                 _, sub, replace, _ = subs[0]
                 redacted = sub(replace, line)
             else:

@@ -50,6 +50,22 @@ RESULT = re.compile(
     re.IGNORECASE,
 )
 MESSAGE_ROWS = frozenset({"warning", "info"})
+TEST_SECTIONS = {
+    "pcie": "Integration",
+    "gpu memory": "Hardware",
+    "memtest": "Hardware",
+    "diagnostic": "Hardware",
+    "pulse test": "Hardware",
+    "sm stress": "Stress",
+    "targeted stress": "Stress",
+    "targeted power": "Stress",
+    "memory bandwidth": "Stress",
+    "eud": "Stress",
+    "nvbandwidth": "Stress",
+}
+"""The tests of DCGM's integration, hardware and stress parts, by name, with their section: a
+report pasted without the table's header and section rules (only the failing test's rows,
+as users quote them) still names a test, and its result cell says the rest."""
 UNLISTED = "unlisted"
 """The value of a message the catalog does not hold (kept: its words may still decide)."""
 MAX_GAP = 2
@@ -128,6 +144,8 @@ class DcgmDiagReader:
             self.last = line.lineno
 
     def row(self, line: Line) -> None:
+        if not self.active:
+            self._start_headless(line)
         if not self._follows(line):
             return
         m = ROW.match(line.text)
@@ -155,6 +173,16 @@ class DcgmDiagReader:
         else:
             self.test = name
             self._result(content, line)
+
+    def _start_headless(self, line: Line) -> None:
+        """Start reading at a test's row with its result (`| GPU Memory | Fail - GPU: 0 |`)
+        where no header came before: the row's test names its section."""
+        m = ROW.match(line.text)
+        if m is None or RESULT.match(m.group(2).strip()) is None:
+            return
+        section = TEST_SECTIONS.get(m.group(1).strip().lower())
+        if section is not None:
+            self.active, self.last, self.section, self.test = True, line.lineno, section, ""
 
     def end(self) -> list[Fact]:
         """The facts read, the message still open closed."""
