@@ -353,7 +353,9 @@ CONSTANT_NAME = re.compile(r"\A[A-Z][A-Z0-9]*+(?:_[A-Z0-9]++)++\Z")
 an error code, an enum or a variable where a host was expected (`bytes on host:
 CUDA_ERROR_OUT_OF_MEMORY`); DNS names hold no underscore."""
 NOT_HOST = re.compile(
-    r"(?i)^(?:rank|local_rank|node_rank|worker|cuda|device|gpu|step|epoch|iter|c10d|utf-8|"
+    # `default<N>`: torchrun's role (`default`) and local rank, as its `--tee` prefix writes them
+    # (`[default0]:<line>`)
+    r"(?i)^(?:rank|local_rank|node_rank|worker|default|cuda|device|gpu|step|epoch|iter|c10d|utf-8|"
     r"x86-64|x86_64|sha\d++|md5|http|https|tcp|udp|file|line|pid|tid|port|nccl|mlx5|eth|ib|"
     r"sm_?\d++|compute|error|warning|info|debug|o2ib|tcp|rdma|verbs)\d*$"
 )
