@@ -118,6 +118,8 @@ def test_a_log_collected_alone_leaks_nothing_in_its_name(job: list[str], tmp_pat
         ("TensorRT 8.6.1.6 and libnvinfer8_8.6.1.6-1+cuda12.0_amd64.deb", None),
         ("local = threading.local(); torchvision.io.read_image", None),
         ("nccl-tests: all_reduce_perf failed", None),
+        ("NVRM: loading NVIDIA UNIX x86_64 Kernel Module (dvs-builder@U16-I3-B03-4-3)", None),
+        ("[    0.000000] Linux version 5.15.0-98-generic (buildd@lcy02-amd64-27)", None),
         ("[default0]:2024-01-19 15:11:01 - WARNING - accelerate.utils.other - Detected", None),
         ("*** STEP 19.0 ON host-1 CANCELLED AT 2023-03-06 DUE TO NODE FAILURE ***", None),
         ("failed to alloc 4294967296 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory", None),

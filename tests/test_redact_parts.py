@@ -20,6 +20,7 @@ def test_the_word_lists_ship_with_the_package_and_are_lower_case_without_repeats
     lists = tomllib.loads(text)
     assert set(lists) == {
         "system_users",
+        "build_accounts",
         "common_words",
         "public_domains",
         "tlds",

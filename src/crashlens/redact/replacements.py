@@ -27,7 +27,7 @@ from crashlens.redact import patterns as p
 from crashlens.redact.anchors import Anchor
 from crashlens.redact.gates import Gate, Run
 from crashlens.redact.substitute import Before, Shape, Start
-from crashlens.redact.vocabulary import CODE_TLDS, TLDS, TOOLS, is_public
+from crashlens.redact.vocabulary import BUILD_ACCOUNTS, CODE_TLDS, TLDS, TOOLS, is_public
 
 if TYPE_CHECKING:
     from crashlens.redact.redactor import Redactor
@@ -470,8 +470,8 @@ def _owner(redactor: Redactor, match: re.Match[str]) -> str:
 
 
 def _user_at_host(redactor: Redactor, match: re.Match[str]) -> str:
-    if p.PSEUDO_START.match(match.group(1)):
-        return match.group(0)
+    if p.PSEUDO_START.match(match.group(1)) or match.group(1).lower() in BUILD_ACCOUNTS:
+        return match.group(0)  # a pseudonym, or a vendor's build account and build machine
     host = redactor.learn_host(match.group(2)) or match.group(2)
     return f"{_user(redactor, match.group(1))}@{host}"
 

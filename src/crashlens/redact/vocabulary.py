@@ -22,7 +22,9 @@ def _load() -> dict[str, list[str]]:
 
 _LISTS: Final = _load()
 
-SYSTEM_USERS: Final = frozenset(_LISTS["system_users"])
+BUILD_ACCOUNTS: Final = frozenset(_LISTS["build_accounts"])
+"""A vendor's build accounts: with the host after their `@`, its build machine."""
+SYSTEM_USERS: Final = frozenset(_LISTS["system_users"]) | BUILD_ACCOUNTS
 """Default or system accounts: not personal, and common words in logs."""
 COMMON_WORDS: Final = frozenset(_LISTS["common_words"])
 """Words never treated as a learned host name (too common to replace everywhere)."""
