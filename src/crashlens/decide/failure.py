@@ -26,6 +26,9 @@ as a cause (a root hit), or that prints an error of the CUDA or NCCL catalogs:
    when nothing else died, and no cause-level failure line came before the stop: a SIGTERM,
    a bare `CANCELLED`, a `docker stop` after one is the failure's teardown, and the run
    `DIED` of the failure (`decide/stop_order.py`; an explicit stop that came first stands).
+   A launcher's SIGTERM that nothing else attributes (no scheduler state, container stop or
+   user interrupt beside it) is no stop either: a cancel and a memory watchdog send the same
+   signal, so the ending is `UNKNOWN` and the report says what to collect.
 3. **Otherwise no sign says how it ended**, and `decide/unended.py` tells the rest apart:
    the run going on well where its log ends (`ONGOING`: past every alarming line, or at a
    harmless notice), or its log simply stops (`UNKNOWN`, its last line cited; or its
