@@ -71,6 +71,7 @@ _AT_START = frozenset(
     if isinstance(row.shape, Start) and row.anchor is None
 )
 """Rows whose pattern matches only at a line's start (`substitute.Start`): one `match` a line."""
+_MATCH_AT = {index: _LINE_ROWS[index].pattern.match for index in _AT_START}
 _GATES: dict[str, Gates] = {}
 Remembered = tuple[tuple[Edit, ...], bytes | None]
 """The rows' edits of a text, and the text folded where the memo keeps that."""
@@ -393,11 +394,16 @@ class Redactor:
                 subs = self._subs_of(mask)
             if len(subs) == 1 and subs[0][0] in _AT_START:
                 # one row that matches at the line's start (a pdsh or syslog prefix alone:
-                # most gated lines of such logs): one match, cheaper than the memo of lines
-                _, sub, replace, _ = subs[0]
-                shown = sub(replace, line)
-                if shown is not line and shown != line:
-                    edits.append((start, end, shown))
+                # most gated lines of such logs): one match, cheaper than the memo of lines.
+                # The edit covers the match alone: its pseudonym is one string shared by
+                # every line of that host, where the whole line rebuilt cost a copy of the
+                # line here, its folding again in the writing pass and its size in the memo.
+                index, _, replace, _ = subs[0]
+                found = _MATCH_AT[index](line)
+                if found is not None:
+                    shown = replace(found)
+                    if shown != found.group():
+                        edits.append((start, start + found.end(), shown))
                 continue
             key = (mask, line)
             redacted = done.get(key)
