@@ -34,6 +34,7 @@ import test_ed_mechanisms
 import test_ee_mechanisms
 import test_eg_mechanisms
 import test_ei_mechanisms
+import test_ej_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -66,6 +67,7 @@ TABLES = {
     "ee": test_ee_mechanisms.LINES_AND_RULES,
     "eg": test_eg_mechanisms.LINES_AND_RULES,
     "ei": test_ei_mechanisms.LINES_AND_RULES,
+    "ej": test_ej_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [
