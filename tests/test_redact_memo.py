@@ -167,3 +167,21 @@ def test_a_remembered_line_prefix_writes_what_the_row_writes() -> None:
     assert shown[0].split(":")[0] == shown[3].split(":")[0] == shown[4].split(":")[0].strip()
     assert [Redactor().text(line) for line in lines][0] == shown[0]
     assert len(redactor.shown_prefixes) == 3  # `error` has no digit or dash: no gate
+
+
+def test_a_prefix_met_again_in_one_text_writes_what_the_row_writes() -> None:
+    """Within one text, a host prefix met again is written from the remembered answer without
+    the row's match: the same text as a fresh redactor writes line by line."""
+    lines = [
+        "gpu-node-07: [rank3] NCCL INFO Bootstrap",
+        "nccl-tests: all_reduce_perf failed",
+        "gpu-node-07: [rank3] loss 0.1",
+        "  gpu-node-07: indented",
+        "gpu-node-07:no space after the colon",
+        "gpu-node-08: [rank4] loss 0.2",
+        "gpu-node-07: [rank3] done",
+    ]
+    together = Redactor().text("\n".join(lines * 3))
+    alone = Redactor()
+    assert together == "\n".join([alone.text(line) for line in lines] * 3)
+    assert "gpu-node-0" not in together and together.count("nccl-tests: ") == 3
