@@ -76,6 +76,8 @@ _MATCH_AT = {index: _LINE_ROWS[index].pattern.match for index in _AT_START}
 _PREFIX_ROW = next(index for index, row in enumerate(_LINE_ROWS) if row.pattern is PREFIX_HOST)
 """The row of pdsh's and syslog's host prefixes (`node-01: ...`), whose answers
 `Redactor.shown_prefixes` keeps by the prefix's text."""
+_PREFIX_MASK = 1 << _PREFIX_ROW
+"""A gated line's mask (`Gates.lines`: bit `1 << row`) when that row alone may touch it."""
 _GATES: dict[str, Gates] = {}
 Remembered = tuple[tuple[Edit, ...], bytes | None]
 """The rows' edits of a text, and the text folded where the memo keeps that."""
@@ -390,6 +392,20 @@ class Redactor:
         gates_of = self._gates.ends
         prefixes = self.shown_prefixes
         for start, mask in sorted(lines.items()):
+            if mask == _PREFIX_MASK:
+                # a pdsh/syslog host prefix alone (most gated lines of such logs), seen
+                # before: the text up to the line's first `: ` is exactly what the row would
+                # match (a prefix holds no colon), and the row's answer for it is
+                # remembered, so no match, no call and no search for the line's end (a
+                # prefix with no newline in it ends on this line)
+                colon = find(": ", start)
+                if colon > start:
+                    prefix = text[start:colon]
+                    shown = prefixes.get(prefix)
+                    if shown is not None and "\n" not in prefix:
+                        if shown != prefix:
+                            edits.append((start, colon, shown))
+                        continue
             end = find("\n", start)
             if end < 0:
                 end = size
@@ -404,18 +420,6 @@ class Redactor:
                 # every line of that host, where the whole line rebuilt cost a copy of the
                 # line here, its folding again in the writing pass and its size in the memo.
                 index, _, replace, _ = subs[0]
-                if index == _PREFIX_ROW:
-                    # a pdsh/syslog host prefix seen before: the text up to the line's first
-                    # `: ` is exactly what the row would match (a prefix holds no colon), and
-                    # the row's answer for it is remembered, so no match and no call
-                    colon = find(": ", start, end)
-                    if colon > start:
-                        prefix = text[start:colon]
-                        shown = prefixes.get(prefix)
-                        if shown is not None:
-                            if shown != prefix:
-                                edits.append((start, colon, shown))
-                            continue
                 found = _MATCH_AT[index](line)
                 if found is not None:
                     shown = replace(found)
