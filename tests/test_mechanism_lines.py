@@ -36,6 +36,7 @@ import test_eg_mechanisms
 import test_ei_mechanisms
 import test_ej_mechanisms
 import test_ek_mechanisms
+import test_em_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -70,6 +71,7 @@ TABLES = {
     "ei": test_ei_mechanisms.LINES_AND_RULES,
     "ej": test_ej_mechanisms.LINES_AND_RULES,
     "ek": test_ek_mechanisms.LINES_AND_RULES,
+    "em": test_em_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [

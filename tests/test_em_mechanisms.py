@@ -1,0 +1,82 @@
+"""Mechanisms learned from batch 2026-12-07-em's misses (the CUDA, NCCL and errno catalogs'
+rarer wordings, Kubernetes/Slurm and CI runners, accelerators, HPC codes, troubleshooting
+documents, robotics simulators), tested on lines written for the tests, none a case's own:
+Unreal Engine's Vulkan finding no device, Taichi's and Warp's loaders finding no libcuda.so,
+CUDAdrv.jl's unknown error at cuInit, NCCL's rings that do not close, Open MPI's banner for a
+component it cannot open, Theano's device allocation error as forums render it, vLLM's
+/dev/shm capacity check, Isaac Gym's PhysX pipeline failing in its kernels, and CUDA's
+`OS call failed` read as a refused call (a seccomp filter) before a driver fault."""
+
+from __future__ import annotations
+
+from mechanism_helpers import rules_hitting
+
+# read by tests/test_mechanism_lines.py
+LINES_AND_RULES = [
+    (
+        "[2026.01.05-10.00.00:000][  0]LogVulkanRHI: Error: Vulkan failed to select physical"
+        " device after passing profile checks.",
+        "driver-vulkan-driver-unavailable",
+    ),
+    (
+        "[W 01/05/26 10:00:00.001 777] [cuda_driver.cpp:load_lib@36] libcuda.so lib not found.",
+        "driver-cuda-driver-library-unloadable",
+    ),
+    ("Warp CUDA error: Could not open libcuda.so.", "driver-cuda-driver-library-unloadable"),
+    (
+        "ERROR: LoadError: Initializing CUDA driver failed: unknown error (code 999).",
+        "driver-cuda-unknown-init-error",
+    ),
+    (
+        "node-03:4242:4300 [1] graph/rings.cc:38 NCCL WARN Error : ring 1 does not loop back to"
+        " start (3 != 9).",
+        "driver-nccl-internal-error",
+    ),
+    (
+        "A requested component was not found, or was unable to be opened.  This",
+        "driver-openmpi-component-unavailable",
+    ),
+    (
+        "Error allocating 1610612736 bytes of device memory < out of memory >. Driver report"
+        " 524288 bytes free and 8589934592 bytes total",
+        "gpu-oom-framework-allocator-exhausted",
+    ),
+    (
+        "RuntimeError: Insufficient space in /dev/shm: 2047/2048 MiB required, 512 MiB free",
+        "shm-serving-stack-shared-memory-too-small",
+    ),
+    (
+        "[Error] [carb.gym.plugin] Gym cuda error: an illegal memory access was encountered:"
+        " ../../../source/plugins/carb/gym/impl/Gym/GymPhysX.cpp: 2211",
+        "gpu-oom-physx-gpu-pipeline-kernel-failed",
+    ),
+    (
+        "/buildAgent/work/abc/source/physx/src/NpScene.cpp (3000) : internal error : PhysX"
+        " Internal CUDA error. Simulation can not continue!",
+        "gpu-oom-physx-gpu-pipeline-kernel-failed",
+    ),
+    (
+        "[Error] [omni.rtx] CUDA error 304: cudaErrorOperatingSystem - OS call failed or"
+        " operation not supported on this OS",
+        "permissions-cuda-os-call-refused",
+    ),
+]
+
+
+def test_isaac_gyms_illegal_access_is_no_longer_read_as_a_faulty_gpu() -> None:
+    line = (
+        "[Error] [carb.gym.plugin] Gym cuda error: an illegal memory access was encountered:"
+        " ../../../source/plugins/carb/gym/impl/Gym/GymPhysX.cpp: 2211"
+    )
+    assert "hardware-cuda-illegal-memory-access" not in rules_hitting(line)
+    # the plain status elsewhere still reads as the catalog says
+    assert "hardware-cuda-illegal-memory-access" in rules_hitting(
+        "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+
+
+def test_cudas_os_call_failure_is_no_longer_a_device_the_driver_could_not_claim() -> None:
+    line = "RuntimeError: CUDA error: OS call failed or operation not supported on this OS"
+    hits = rules_hitting(line)
+    assert "permissions-cuda-os-call-refused" in hits
+    assert "driver-cuda-device-unavailable" not in hits
