@@ -4,11 +4,18 @@ documents, robotics simulators), tested on lines written for the tests, none a c
 Unreal Engine's Vulkan finding no device, Taichi's and Warp's loaders finding no libcuda.so,
 CUDAdrv.jl's unknown error at cuInit, NCCL's rings that do not close, Open MPI's banner for a
 component it cannot open, Theano's device allocation error as forums render it, vLLM's
-/dev/shm capacity check, Isaac Gym's PhysX pipeline failing in its kernels, and CUDA's
-`OS call failed` read as a refused call (a seccomp filter) before a driver fault."""
+/dev/shm capacity check, Isaac Gym's PhysX pipeline failing in its kernels, CUDA's
+`OS call failed` read as a refused call (a seccomp filter) before a driver fault, and Python
+2's one-line report of a finalizer's exception it ignores as no ending."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from crashlens.decide.classifier import shipped_model
+from crashlens.match.rules import shipped_rules
+from crashlens.model import Ending, Report, Verdict
+from crashlens.pipeline import analyze_inputs, build_report
 from mechanism_helpers import rules_hitting
 
 # read by tests/test_mechanism_lines.py
@@ -80,3 +87,34 @@ def test_cudas_os_call_failure_is_no_longer_a_device_the_driver_could_not_claim(
     hits = rules_hitting(line)
     assert "permissions-cuda-os-call-refused" in hits
     assert "driver-cuda-device-unavailable" not in hits
+
+
+def _report(tmp_path: Path, text: str) -> Report:
+    (tmp_path / "train.log").write_text(text, encoding="utf-8")
+    rules = shipped_rules()
+    return build_report(analyze_inputs([str(tmp_path)], rules=rules), rules, shipped_model())
+
+
+# Python 2's unraisable report: one line, the finalizer's exception in it (written for the test)
+PY2_IGNORED = (
+    "Exception pycuda._driver.LogicError: 'cuCtxDetach failed: invalid context' in <bound method"
+    " GPUBackend.__del__ of <model.backend.GPUBackend object at 0x7f0000001000>> ignored\n"
+)
+
+
+def test_python2s_ignored_finalizer_report_is_not_how_a_log_ended(tmp_path: Path) -> None:
+    report = _report(tmp_path, "Epoch 12 done, bleu 27.1\n" + PY2_IGNORED)
+    assert report.assessment is not None
+    assert report.assessment.ending is Ending.ONGOING
+    assert report.verdict is Verdict.NONE
+
+
+def test_a_traceback_after_python2s_ignored_report_still_ends_the_run(tmp_path: Path) -> None:
+    report = _report(
+        tmp_path,
+        PY2_IGNORED + "Traceback (most recent call last):\n"
+        '  File "train.py", line 9, in <module>\n'
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    )
+    assert report.assessment is not None
+    assert report.assessment.ending is Ending.DIED

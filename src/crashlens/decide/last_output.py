@@ -33,10 +33,10 @@ no ending the parsers name. This module reads that one line for what it still te
   prints the exception line last, so the error that was being reported is not shown.
 * `notice`: a line a program prints and goes on from by design: a warning (its own level marker
   says so: `decide.severity`), Python's `Exception ignored in` report (the unraisable hook's,
-  which never ends a process), an fp16 loss-scale overflow that skips a step, a client entering
-  its retry loop, a server that is up or answering requests, a metrics report of the training
-  loop. Not an ending: with nothing failed, the run was going on where the log ends
-  (`Ending.ONGOING`).
+  which never ends a process; Python 2's one-line `... in <...> ignored`), an fp16 loss-scale
+  overflow that skips a step, a client entering its retry loop, a server that is up or
+  answering requests, a metrics report of the training loop. Not an ending: with nothing
+  failed, the run was going on where the log ends (`Ending.ONGOING`).
 
 Each entry names what it shows as a clause for the report. Nothing here decides: the failure
 detector weighs these against the other signs.
@@ -265,6 +265,14 @@ WORDINGS: tuple[Wording, ...] = (
         re.compile(r"^[ \t]*Exception ignored (?:in|on calling|while)\b"),
         "Python reported an exception it ignores (`Exception ignored in`: sys.unraisablehook, "
         "for a finalizer's or a callback's exception, which cannot propagate)",
+    ),
+    # Python 2 wrote the same report on one line (PyErr_WriteUnraisable: `Exception <type>:
+    # <value> in <obj> ignored`), the object usually a bound `__del__`.
+    Wording(
+        "notice",
+        re.compile(r"^[ \t]*Exception (?=[^\n]* in <)[^\n]{1,4000}> ignored[ \t]*$"),
+        "Python reported an exception it ignores (Python 2's `Exception ... in <...> ignored`, "
+        "for a finalizer's exception, which cannot propagate)",
     ),
 )
 """What a last output line may say, the most telling first."""
