@@ -96,7 +96,7 @@ LINES_AND_RULES = [
         "UserWarning: Not enough free disk space to download the file. The expected file size"
         " is: 3900.11 MB. The target location /cache/hub/models--org--m/blobs only has 120.02 MB"
         " free disk space.",
-        "filesystem-hf-datasets-not-enough-disk",
+        "filesystem-hf-cache-not-enough-disk",
     ),
     (
         "[ERROR] HCCL(4242,python):2026-01-01-00:00:00.000.001 [hccl_socket.cc:106]"

@@ -5,8 +5,9 @@ Unreal Engine's Vulkan finding no device, Taichi's and Warp's loaders finding no
 CUDAdrv.jl's unknown error at cuInit, NCCL's rings that do not close, Open MPI's banner for a
 component it cannot open, Theano's device allocation error as forums render it, vLLM's
 /dev/shm capacity check, Isaac Gym's PhysX pipeline failing in its kernels, CUDA's
-`OS call failed` read as a refused call (a seccomp filter) before a driver fault, and Python
-2's one-line report of a finalizer's exception it ignores as no ending."""
+`OS call failed` read as a refused call (a seccomp filter) before a driver fault, Python 2's
+one-line report of a finalizer's exception it ignores as no ending, and (from an older case)
+Open MPI's openib transport disabling itself on a port as known-harmless output."""
 
 from __future__ import annotations
 
@@ -66,6 +67,11 @@ LINES_AND_RULES = [
         "[Error] [omni.rtx] CUDA error 304: cudaErrorOperatingSystem - OS call failed or"
         " operation not supported on this OS",
         "permissions-cuda-os-call-refused",
+    ),
+    (
+        "[node-02:4242] 7 more processes have sent help message"
+        " help-mpi-btl-openib-cpc-base.txt / no cpcs for port",
+        "network-openmpi-openib-port-disabled-harmless",
     ),
 ]
 

@@ -35,7 +35,7 @@ FAILURES: list[tuple[str, str, str]] = [
     # Ray WorkerCrashedError (exceptions.py)
     ("ray-worker-crashed", "host_oom", "host-oom-ray-worker-died"),
     # Hugging Face datasets' free-space check (builder.py)
-    ("hf-datasets-not-enough-disk", "filesystem", "filesystem-hf-datasets-not-enough-disk"),
+    ("hf-datasets-not-enough-disk", "filesystem", "filesystem-hf-cache-not-enough-disk"),
     # an engine serialized by another TensorRT release
     ("tensorrt-engine-version", "driver", "driver-tensorrt-engine-incompatible"),
     # an engine built on another compute capability
