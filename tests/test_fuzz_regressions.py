@@ -20,6 +20,7 @@ from crashlens.cli import app
 from crashlens.model import InputKind
 from crashlens.parsers import PARSERS
 from crashlens.parsers.base import DocumentParser, Parser, collect_text
+from crashlens.redact import Redactor
 from fuzz_harnesses import deadline
 
 OPEN: set[str] = set()
@@ -169,3 +170,17 @@ def test_a_slurm_node_range_of_thousands_of_digits(tmp_path: Path) -> None:
     report = analyze([str(path)])
     assert all("could not be read" not in (item.reason or "") for item in report.inputs)
     assert report.inputs[0].kind is InputKind.SLURM_JOB
+
+
+def test_redacting_host_prefixes_followed_by_a_no_break_space() -> None:
+    """Found in review as a hang: a remembered pdsh host prefix was looked for up to the next
+    `: ` wherever it stood, and a line whose gate saw `: ` in a folded `:\\xa0` has none, so
+    every such line searched on to the text's end (60,000 lines: 28 s). The search stops within
+    a prefix's reach now; the host is still replaced on every line."""
+    redactor = Redactor()
+    redactor.learn("node-01: training started\n")
+    text = "node-01:\xa0step done\n" * 60_000
+    with deadline(5.0):
+        out = redactor.text(text)
+    assert "node-01" not in out
+    assert out.count("\n") == 60_000

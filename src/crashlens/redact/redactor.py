@@ -78,6 +78,9 @@ _PREFIX_ROW = next(index for index, row in enumerate(_LINE_ROWS) if row.pattern 
 `Redactor.shown_prefixes` keeps by the prefix's text."""
 _PREFIX_MASK = 1 << _PREFIX_ROW
 """A gated line's mask (`Gates.lines`: bit `1 << row`) when that row alone may touch it."""
+_PREFIX_REACH = 256
+"""How far past a line's start its remembered host prefix is looked for (DNS names are at
+most 253 characters; indentation and longer tokens take the row's own path)."""
 _GATES: dict[str, Gates] = {}
 Remembered = tuple[tuple[Edit, ...], bytes | None]
 """The rows' edits of a text, and the text folded where the memo keeps that."""
@@ -397,8 +400,11 @@ class Redactor:
                 # before: the text up to the line's first `: ` is exactly what the row would
                 # match (a prefix holds no colon), and the row's answer for it is
                 # remembered, so no match, no call and no search for the line's end (a
-                # prefix with no newline in it ends on this line)
-                colon = find(": ", start)
+                # prefix with no newline in it ends on this line). The search stops within a
+                # prefix's reach: a line whose gate saw `: ` in a folded `:\xa0` has none, and
+                # an unbounded search would run on to the next line's (quadratic over a text
+                # of such lines); a longer prefix takes the path below.
+                colon = find(": ", start, start + _PREFIX_REACH)
                 if colon > start:
                     prefix = text[start:colon]
                     shown = prefixes.get(prefix)
