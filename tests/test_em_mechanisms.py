@@ -13,11 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashlens.decide.classifier import shipped_model
-from crashlens.match.rules import shipped_rules
-from crashlens.model import Ending, Report, Verdict
-from crashlens.pipeline import analyze_inputs, build_report
-from mechanism_helpers import rules_hitting
+from crashlens.model import Ending, Verdict
+from mechanism_helpers import ending_of, log_report, rules_hitting
 
 # read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
@@ -95,12 +92,6 @@ def test_cudas_os_call_failure_is_no_longer_a_device_the_driver_could_not_claim(
     assert "driver-cuda-device-unavailable" not in hits
 
 
-def _report(tmp_path: Path, text: str) -> Report:
-    (tmp_path / "train.log").write_text(text, encoding="utf-8")
-    rules = shipped_rules()
-    return build_report(analyze_inputs([str(tmp_path)], rules=rules), rules, shipped_model())
-
-
 # Python 2's unraisable report: one line, the finalizer's exception in it (written for the test)
 PY2_IGNORED = (
     "Exception pycuda._driver.LogicError: 'cuCtxDetach failed: invalid context' in <bound method"
@@ -109,18 +100,16 @@ PY2_IGNORED = (
 
 
 def test_python2s_ignored_finalizer_report_is_not_how_a_log_ended(tmp_path: Path) -> None:
-    report = _report(tmp_path, "Epoch 12 done, bleu 27.1\n" + PY2_IGNORED)
-    assert report.assessment is not None
-    assert report.assessment.ending is Ending.ONGOING
+    report = log_report(tmp_path, "Epoch 12 done, bleu 27.1\n" + PY2_IGNORED)
+    assert ending_of(report) is Ending.ONGOING
     assert report.verdict is Verdict.NONE
 
 
 def test_a_traceback_after_python2s_ignored_report_still_ends_the_run(tmp_path: Path) -> None:
-    report = _report(
+    report = log_report(
         tmp_path,
         PY2_IGNORED + "Traceback (most recent call last):\n"
         '  File "train.py", line 9, in <module>\n'
         "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
     )
-    assert report.assessment is not None
-    assert report.assessment.ending is Ending.DIED
+    assert ending_of(report) is Ending.DIED
