@@ -133,7 +133,7 @@ SCENARIOS = (
             "CUDA SETUP: Loading binary .../bitsandbytes/libbitsandbytes_cpu.so...\n"
         },
         "driver",
-        "driver-bitsandbytes-libcuda-not-found",
+        "driver-cuda-driver-library-unloadable",
     ),
 )
 
