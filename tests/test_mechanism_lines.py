@@ -38,6 +38,7 @@ import test_ej_mechanisms
 import test_ek_mechanisms
 import test_em_mechanisms
 import test_en_mechanisms
+import test_ep_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -74,6 +75,7 @@ TABLES = {
     "ek": test_ek_mechanisms.LINES_AND_RULES,
     "em": test_em_mechanisms.LINES_AND_RULES,
     "en": test_en_mechanisms.LINES_AND_RULES,
+    "ep": test_ep_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [
