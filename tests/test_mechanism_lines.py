@@ -39,6 +39,7 @@ import test_ek_mechanisms
 import test_em_mechanisms
 import test_en_mechanisms
 import test_ep_mechanisms
+import test_eq_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -76,6 +77,7 @@ TABLES = {
     "em": test_em_mechanisms.LINES_AND_RULES,
     "en": test_en_mechanisms.LINES_AND_RULES,
     "ep": test_ep_mechanisms.LINES_AND_RULES,
+    "eq": test_eq_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [
