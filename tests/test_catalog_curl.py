@@ -3,8 +3,8 @@ and the other wordings of a fetch that failed on the network, on lines written f
 the shapes curl, git, wget, conda, urllib, Go programs and the Hugging Face client print (from
 their sources and documentation, not from a corpus case; hosts changed):
 
-* a model fetched with curl that times out, and a git clone whose HTTP/2 stream is cut, name
-  `network`;
+* a model fetched with curl that times out, a git clone whose HTTP/2 stream is cut, and a clone
+  whose large files Git LFS could not download, name `network`;
 * curl's `(23)` of a closed pipe (`curl ... | head`) and `(6)`/`(7)`, which other rules read, are
   not the table's;
 * every entry of the table is recognised, by exactly one rule.
@@ -48,6 +48,43 @@ FETCH_LINES = [
     ("2024-05-01 10:00:01 ERROR 502: Bad Gateway.", "network-http-gateway-error"),
     ("2024-05-01 10:00:01 ERROR 429: Too Many Requests.", "network-http-rate-limited"),
     ("curl: (35) OpenSSL SSL_connect: Connection reset by peer", "network-curl-transfer-failed"),
+    (
+        "fatal: unable to access 'https://gitlab.example.org/group/data.git/': gnutls_handshake()"
+        " failed: Error in the pull function.",
+        "network-http-tls-handshake-failed",
+    ),
+    (
+        "fatal: unable to access 'https://gitlab.example.org/group/data.git/': The requested URL"
+        " returned error: 504",
+        "network-http-gateway-error",
+    ),
+    (
+        "botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the"
+        " GetObject operation (reached max retries: 9): Please reduce your request rate.",
+        "network-http-rate-limited",
+    ),
+    (
+        "google.api_core.exceptions.TooManyRequests: 429 POST"
+        " https://storage.googleapis.com/upload/storage/v1/b/runs/o: rate limit exceeded",
+        "network-http-rate-limited",
+    ),
+    (
+        "google.api_core.exceptions.GatewayTimeout: 504 GET"
+        " https://storage.googleapis.com/storage/v1/b/runs/o/step-100: Gateway Timeout",
+        "network-http-gateway-error",
+    ),
+    (
+        "Error downloading object: weights/model.bin (9f8e7d6): Smudge error: Error downloading"
+        " weights/model.bin (9f8e7d6c5b): batch response: Post"
+        ' "https://gitlab.example.org/group/model.git/info/lfs/objects/batch": dial tcp'
+        " 10.0.0.14:443: i/o timeout",
+        "network-git-lfs-download-failed",
+    ),
+    (
+        'Error: Get "https://registry.ollama.ai/v2/": dial tcp 10.0.0.9:443: connect: connection'
+        " timed out",
+        "network-go-http-client-failed",
+    ),
     (
         "error: RPC failed; curl 18 transfer closed with outstanding read data remaining",
         "network-curl-transfer-failed",
@@ -94,6 +131,22 @@ def test_a_git_clone_cut_mid_stream_names_the_network(tmp_path: Path) -> None:
         "fetch-pack: unexpected disconnect while reading sideband packet\n"
         "fatal: early EOF\n"
         "fatal: fetch-pack: invalid index-pack output\n",
+    )
+    assert_leads(report, "network")
+
+
+def test_a_clone_whose_lfs_files_did_not_download_names_the_network(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path / "git-lfs",
+        "$ git clone https://gitlab.example.org/group/model.git\n"
+        "Cloning into 'model'...\n"
+        "Downloading weights/model.bin (13 GB)\n"
+        "Error downloading object: weights/model.bin (9f8e7d6): Smudge error: Error downloading"
+        " weights/model.bin (9f8e7d6c5b): batch response: Post"
+        ' "https://gitlab.example.org/group/model.git/info/lfs/objects/batch": EOF\n'
+        "error: external filter 'git-lfs filter-process' failed\n"
+        "fatal: weights/model.bin: smudge filter lfs failed\n"
+        "warning: Clone succeeded, but checkout failed.\n",
     )
     assert_leads(report, "network")
 
