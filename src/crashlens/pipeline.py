@@ -254,7 +254,13 @@ def _cause(
         # ones that run NVIDIA's tools are dropped (its own generic checks come below)
         steps = [step for step in steps if not nvidia_only(step.command)]
         checks = [step for step in checks if not nvidia_only(step.command)]
-    generic = [Step(a.text, a.command, a.lang) for a in checks_for(candidate.category, accelerator)]
+    # the category's generic checks, unless the leading rule's mechanism is one they do not fit
+    fits = lead_rule is None or lead_rule.generic_checks
+    generic = (
+        [Step(a.text, a.command, a.lang) for a in checks_for(candidate.category, accelerator)]
+        if fits
+        else []
+    )
     remediation = actions(steps, ctx)
     next_checks = actions([*checks, *generic], ctx, limit=5)
     name = candidate.category.value

@@ -55,7 +55,7 @@ FIELDS: Mapping[str, frozenset[str]] = MappingProxyType(
         ),
         "match": frozenset({"any", "none", "facts", "catalog"}),
         "match.facts": frozenset({"key", "op", "value", "where", "where_not"}),
-        "remediation": frozenset({"steps", "next_checks", "references"}),
+        "remediation": frozenset({"steps", "next_checks", "references", "generic_checks"}),
         "step": frozenset({"text", "command", "lang", "use"}),
         "examples": frozenset({"match", "no_match", "known_miss"}),
         "remedy": frozenset({"about", "steps", "generic_for", "accelerator", "unknown_with"}),
@@ -211,6 +211,10 @@ class Rule:
     """Facts that explain other rules' symptoms: those hits then count for this category."""
     rules_out: tuple[RuleOut, ...] = ()
     """Facts that make other rules' hits irrelevant."""
+    generic_checks: bool = True
+    """Whether a cause this rule leads ends with its category's generic checks (the
+    `generic_for` block). False for a mechanism those checks do not fit: a download that failed
+    on the network gets no NCCL checks, which are for traffic between ranks."""
 
     @property
     def flags(self) -> int:
@@ -596,6 +600,7 @@ def parse_rule(
         source=path,
         explains=explains,
         rules_out=parse_rules_out(data, path, _fact_conditions, FIELDS),
+        generic_checks=_flag(remediation, "generic_checks", True, path),
     )
 
 
