@@ -1,8 +1,8 @@
 """Mechanisms learned from batch 2026-12-07-eq's misses (fetches of models, data and container
 images), tested on lines written for the tests, none a case's own: Go's HTTP client timing out
 (the TLS handshake, the wait for headers, a TCP connect), a container registry's gateway errors
-as the Docker daemon reports them, and a job platform's own notice that the OOM killer killed
-the job."""
+as the Docker daemon reports them, a registry refusing the image to a client without access, and
+a job platform's own notice that the OOM killer killed the job."""
 
 from __future__ import annotations
 
@@ -41,6 +41,17 @@ LINES_AND_RULES = [
     (
         "Job 17 was killed by the OOM killer (memory limit 32 GiB).",
         "host-oom-platform-reports-oom-killer",
+    ),
+    (
+        "Error response from daemon: pull access denied for ghcr.io/org/trainer, repository does"
+        " not exist or may require 'docker login': denied: requested access to the resource is"
+        " denied",
+        "permissions-container-registry-access-denied",
+    ),
+    (
+        'Error response from daemon: Get "https://nvcr.io/v2/nvidia/private/x/manifests/1.0":'
+        " unauthorized: authentication required",
+        "permissions-container-registry-access-denied",
     ),
 ]
 

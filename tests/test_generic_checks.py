@@ -63,3 +63,15 @@ def test_a_value_that_is_not_a_flag_is_refused() -> None:
     }
     with pytest.raises(PatternError, match="generic_checks"):
         parse_rule(table, "network-example.toml", folder="network")
+
+
+def test_a_gated_model_refused_by_the_hub_gets_no_local_user_checks(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path,
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo for"
+        " url https://huggingface.co/org/model/resolve/main/config.json.\n",
+    )
+    assert report.causes[0].category.value == "permissions"
+    checks = _checks_text(report)
+    assert "ulimit -a" not in checks
+    assert "Authorization: Bearer" in checks
