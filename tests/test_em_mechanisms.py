@@ -14,7 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from crashlens.model import Ending, Verdict
-from mechanism_helpers import ending_of, log_report, rules_hitting
+from crashlens.parsers.launcher.teardown import py2_unraisable
+from fuzz_harnesses import deadline
+from mechanism_helpers import assert_leads, ending_of, log_report, rules_hitting
 
 # read by tests/test_mechanism_lines.py
 LINES_AND_RULES = [
@@ -113,3 +115,40 @@ def test_a_traceback_after_python2s_ignored_report_still_ends_the_run(tmp_path: 
         "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
     )
     assert ending_of(report) is Ending.DIED
+
+
+TORCHRUN_HEADER = (
+    "WARNING:torch.distributed.run:\n"
+    "*****************************************\n"
+    "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid"
+    " your system being overloaded, please further tune the variable for optimal performance in"
+    " your application as needed.\n"
+    "*****************************************\n"
+)
+
+
+def test_a_rule_line_inside_python2s_ignored_report_is_no_evidence(tmp_path: Path) -> None:
+    # the finalizer's exception names a CUDA error, but Python went on from it: the run was
+    # killed later, and that kill is the only cause the report may show
+    ignored = (
+        "Exception RuntimeError: 'CUDA error: an illegal memory access was encountered' in"
+        " <bound method Session.__del__ of <tf.Session object at 0x7f3a>> ignored\n"
+    )
+    report = log_report(
+        tmp_path, TORCHRUN_HEADER + "Epoch 1 loss 2.1\n" + ignored + "Epoch 2 loss 1.9\nKilled\n"
+    )
+    assert_leads(report, "host_oom")
+    rules = {item.rule for cause in report.causes for item in cause.evidence}
+    assert "hardware-cuda-illegal-memory-access" not in rules
+
+
+def test_python2s_report_is_read_in_linear_time_and_only_in_its_own_shape() -> None:
+    assert py2_unraisable(PY2_IGNORED) == (
+        "pycuda._driver.LogicError",
+        "'cuCtxDetach failed: invalid context'",
+    )
+    assert py2_unraisable("Exception in thread Thread-3: <x> ignored") is None
+    assert py2_unraisable("Exception ValueError: bad value in <lambda>") is None
+    long_line = "Exception KeyError: " + " in <x" * 200_000 + "> ignored"
+    with deadline(5):
+        assert py2_unraisable(long_line) is not None

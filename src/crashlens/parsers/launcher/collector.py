@@ -44,7 +44,7 @@ from crashlens.parsers.launcher.stacks import (
     prefixed_exception,
 )
 from crashlens.parsers.launcher.teardown import ANCHOR as TEARDOWN_ANCHOR
-from crashlens.parsers.launcher.teardown import TeardownTracker
+from crashlens.parsers.launcher.teardown import TeardownTracker, py2_unraisable
 from crashlens.parsers.launcher.tools import TOOL_ANCHOR, TOOLS
 from crashlens.text.sizes import to_bytes
 from crashlens.text.values import bounded_int, finite_float
@@ -206,6 +206,9 @@ class LauncherCollector(DeathSigns):
         )
 
     def on_exception(self, line: Line) -> None:
+        if (unraisable := py2_unraisable(line.text)) is not None:
+            self._ignored_by_python2(line, *unraisable)
+            return
         parsed = parse_exception(line.text)
         if parsed is None:
             if (prefixed := prefixed_exception(line.text)) is not None:
@@ -276,6 +279,26 @@ class LauncherCollector(DeathSigns):
             type="OutOfMemoryError",
             source="log",
             teardown="handled",
+        )
+
+    def _ignored_by_python2(self, line: Line, exc_type: str, value: str) -> None:
+        """Python 2's one-line report of a finalizer's exception (`teardown.py`): an exception
+        the interpreter reported and went on from, as `finalizer` tracebacks are."""
+        short = exc_type.rpartition(".")[2]
+        text = f"{short}: {value}"[:EXCEPTION_CHARS]
+        key = (line.rank, text)
+        if key in self.exceptions or len(self.exceptions) >= MAX_EXCEPTIONS:
+            return
+        self.exceptions.add(key)
+        self._add(
+            "python.exception",
+            text,
+            line,
+            rank=line.rank,
+            host=line.host,
+            type=short,
+            source="log",
+            teardown="finalizer",
         )
 
     def on_agent(self, line: Line) -> None:

@@ -77,6 +77,25 @@ ANCHOR = (
 CHAIN_GAP = 2
 """Lines a chained traceback's header may sit below its separator (a blank line between)."""
 
+_PY2_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,200}")
+
+
+def py2_unraisable(text: str) -> tuple[str, str] | None:
+    """(exception type, value) of Python 2's one-line report of an exception it ignores
+    (PyErr_WriteUnraisable: `Exception <type>: <value> in <object> ignored`, the object
+    usually a bound `__del__`): the `finalizer` report on one line, with no traceback.
+
+    Read with string operations (the value may hold ` in <` itself: the last one is the
+    object's), so a long line costs linear time."""
+    line = text.strip()
+    if not line.startswith("Exception ") or not line.endswith("> ignored"):
+        return None
+    head, separator, _ = line[len("Exception ") :].rpartition(" in <")
+    exc_type, colon, value = head.partition(": ")
+    if not separator or not colon or _PY2_TYPE.fullmatch(exc_type) is None:
+        return None
+    return exc_type, value
+
 
 class TeardownTracker:
     """The teardown kind of the traceback being read (see the module docstring)."""
