@@ -12,7 +12,7 @@ import pytest
 from crashlens.errors import PatternError
 from crashlens.match.rules import parse_rule, shipped_rules
 from crashlens.model import Report
-from mechanism_helpers import log_report
+from mechanism_helpers import assert_leads, log_report
 
 
 def _checks_text(report: Report) -> str:
@@ -27,7 +27,7 @@ def test_a_hub_rate_limit_gets_fetch_checks_not_nccl_ones(tmp_path: Path) -> Non
         "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url:"
         " https://huggingface.co/api/models/org/model/revision/main\n",
     )
-    assert report.causes[0].category.value == "network"
+    assert_leads(report, "network")
     checks = _checks_text(report)
     assert "NCCL_DEBUG" not in checks
     assert "curl -sSIv" in checks
@@ -40,7 +40,7 @@ def test_a_collective_timeout_still_ends_with_the_nccl_checks(tmp_path: Path) ->
         " timeout: WorkNCCL(SeqNum=1204, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576,"
         " Timeout(ms)=600000) ran for 600071 milliseconds before timing out.\n",
     )
-    assert report.causes[0].category.value == "network"
+    assert_leads(report, "network")
     assert "NCCL_DEBUG" in _checks_text(report)
 
 
@@ -71,7 +71,7 @@ def test_a_gated_model_refused_by_the_hub_gets_no_local_user_checks(tmp_path: Pa
         "huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo for"
         " url https://huggingface.co/org/model/resolve/main/config.json.\n",
     )
-    assert report.causes[0].category.value == "permissions"
+    assert_leads(report, "permissions")
     checks = _checks_text(report)
     assert "ulimit -a" not in checks
     assert "Authorization: Bearer" in checks

@@ -265,7 +265,19 @@ class LauncherCollector(DeathSigns):
     def _caught_by_probe(self, line: Line) -> None:
         """A size probe's caught out-of-memory error (probes.py): an exception the process
         reported and went on from, as `teardown.py`'s `handled`."""
-        value = f"OutOfMemoryError: {line.text.strip()}"[:EXCEPTION_CHARS]
+        value = f"OutOfMemoryError: {line.text.strip()}"
+        self._went_on_from(line, "OutOfMemoryError", value, "handled")
+
+    def _ignored_by_python2(self, line: Line, exc_type: str, value: str) -> None:
+        """Python 2's one-line report of a finalizer's exception (`teardown.py`): an exception
+        the interpreter reported and went on from, as `finalizer` tracebacks are."""
+        short = exc_type.rpartition(".")[2]
+        self._went_on_from(line, short, f"{short}: {value}", "finalizer")
+
+    def _went_on_from(self, line: Line, exc_type: str, value: str, teardown: str) -> None:
+        """A python.exception fact for a one-line report of an exception the process went on
+        from (`teardown`: its `teardown.py` kind), counted once per rank and text."""
+        value = value[:EXCEPTION_CHARS]
         key = (line.rank, value)
         if key in self.exceptions or len(self.exceptions) >= MAX_EXCEPTIONS:
             return
@@ -276,29 +288,9 @@ class LauncherCollector(DeathSigns):
             line,
             rank=line.rank,
             host=line.host,
-            type="OutOfMemoryError",
+            type=exc_type,
             source="log",
-            teardown="handled",
-        )
-
-    def _ignored_by_python2(self, line: Line, exc_type: str, value: str) -> None:
-        """Python 2's one-line report of a finalizer's exception (`teardown.py`): an exception
-        the interpreter reported and went on from, as `finalizer` tracebacks are."""
-        short = exc_type.rpartition(".")[2]
-        text = f"{short}: {value}"[:EXCEPTION_CHARS]
-        key = (line.rank, text)
-        if key in self.exceptions or len(self.exceptions) >= MAX_EXCEPTIONS:
-            return
-        self.exceptions.add(key)
-        self._add(
-            "python.exception",
-            text,
-            line,
-            rank=line.rank,
-            host=line.host,
-            type=short,
-            source="log",
-            teardown="finalizer",
+            teardown=teardown,
         )
 
     def on_agent(self, line: Line) -> None:
