@@ -7,7 +7,9 @@ their sources and documentation, not from a corpus case; hosts changed):
   whose large files Git LFS could not download, name `network`;
 * curl's `(23)` of a closed pipe (`curl ... | head`) and `(6)`/`(7)`, which other rules read, are
   not the table's;
-* every entry of the table is recognised, by exactly one rule.
+* every entry of the table is recognised, by exactly one rule;
+* curl's connect failure (`Failed to connect to <host> port <n>: <reason>`) is the connect
+  rule's whatever words the platform gives its reason.
 """
 
 from __future__ import annotations
@@ -90,6 +92,23 @@ FETCH_LINES = [
         "network-curl-transfer-failed",
     ),
 ]
+
+
+CONNECT_REASONS = [
+    # curl's connect failure with the reason worded by the platform's C library or by curl:
+    # whichever the reason, the TCP connection was never made
+    "Connection timed out",
+    "Operation timed out",
+    "Bad access",
+    "Host is unreachable",
+    "Couldn't connect to server",
+]
+
+
+@pytest.mark.parametrize("reason", CONNECT_REASONS)
+def test_a_connect_failure_is_read_whatever_its_reason(reason: str) -> None:
+    line = f"curl: (28) Failed to connect to cdn.example.org port 443 after 75003 ms: {reason}"
+    assert rules_hitting(line) == ["network-http-connect-failed"]
 
 
 @pytest.mark.parametrize(("line", "rule"), FETCH_LINES)
