@@ -40,6 +40,7 @@ import test_em_mechanisms
 import test_en_mechanisms
 import test_ep_mechanisms
 import test_eq_mechanisms
+import test_es_mechanisms
 import test_field_probe_mechanisms
 from mechanism_helpers import rules_hitting
 
@@ -78,6 +79,7 @@ TABLES = {
     "en": test_en_mechanisms.LINES_AND_RULES,
     "ep": test_ep_mechanisms.LINES_AND_RULES,
     "eq": test_eq_mechanisms.LINES_AND_RULES,
+    "es": test_es_mechanisms.LINES_AND_RULES,
     "field": test_field_probe_mechanisms.LINES_AND_RULES,
 }
 CASES = [
