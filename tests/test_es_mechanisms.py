@@ -1,8 +1,9 @@
 """Mechanisms learned from batch 2026-12-08-es's misses (ten project domains), tested on lines
 written for the tests, none a case's own: onnxruntime's Windows binding failing to load its CUDA
 provider although CUDA_PATH is set, nvcc too old for an intrinsic or type the kernels use, THC's
-unknown CUDA error quoted without its location, and multiprocessing's Unix socket refused by a
-temporary directory on a filesystem that cannot hold one."""
+unknown CUDA error quoted without its location, multiprocessing's Unix socket refused by a
+temporary directory on a filesystem that cannot hold one, and the kernel refusing to execute a
+file (no execute bit, a noexec mount) as bash, dash and runc word it."""
 
 from __future__ import annotations
 
@@ -30,6 +31,15 @@ LINES_AND_RULES = [
         "THCudaCheck FAIL: cuda runtime error (999) : unknown error",
         "driver-cuda-unknown-init-error",
     ),
+    (
+        "bash: /models/bin/server_stub: cannot execute: Permission denied",
+        "permissions-exec-refused",
+    ),
+    (
+        "bash: ./dist_train.sh: /bin/bash: bad interpreter: Permission denied",
+        "permissions-exec-refused",
+    ),
+    ("exec /opt/app/entrypoint.sh: permission denied", "permissions-exec-refused"),
 ]
 
 
@@ -67,3 +77,30 @@ def test_a_socket_refused_by_the_temp_dirs_filesystem_is_the_filesystem(tmp_path
         "OSError: [Errno 95] Operation not supported\n",
     )
     assert_leads(report, "filesystem")
+
+
+def test_a_refused_exec_is_not_also_the_generic_permission_rule() -> None:
+    assert rules_hitting("bash: ./run.sh: cannot execute: Permission denied") == [
+        "permissions-exec-refused"
+    ]
+    # a redirection refused stays the generic rule's, in bash's and dash's wordings
+    assert rules_hitting("bash: /var/log/train.log: Permission denied") == [
+        "permissions-permission-denied"
+    ]
+    assert rules_hitting("/bin/sh: 1: cannot create /var/log/x.log: Permission denied") == [
+        "permissions-permission-denied"
+    ]
+
+
+def test_an_entrypoint_the_runtime_cannot_execute_names_permissions(tmp_path: Path) -> None:
+    report = log_report(
+        tmp_path,
+        "$ docker run --gpus all trainer:1.4\n"
+        "docker: Error response from daemon: failed to create task for container: failed to"
+        " create shim task: OCI runtime create failed: runc create failed: unable to start"
+        ' container process: exec: "/workspace/start.sh": permission denied: unknown.\n',
+    )
+    assert_leads(report, "permissions")
+    cause = report.causes[0]
+    commands = [step.command or "" for step in cause.remediation]
+    assert any("chmod +x" in command for command in commands)
