@@ -1,37 +1,36 @@
 """The fallback kind: text of unknown origin. Every line is still scanned by the rules.
 
-Text of unknown origin has no structure of its own, but a process's death reads the same in
-any text (a shell's `Killed`, a debugger's `Program received signal`, `kubectl describe`'s
-`Reason: OOMKilled`, a `sacct` state, a traceback as the last output): its collector keeps
-those (`parsers.launcher.deaths`, whose docstring lists the fact keys), and what the job ran on
-and was built with (`parsers.launcher.build_lines`: the GPU, the CUDA build), which the
-decision pairs across inputs, where it was hosted (`parsers.launcher.platform_lines`), and a
-rendezvous barrier counting more processes than the job has (`parsers.launcher.barrier_lines`).
+Text of unknown origin has no structure of its own, and it is read by the launcher's collector
+all the same (`parsers.launcher`, whose docstring lists the fact keys), without the launcher's
+line prefixes: a program's output is the same output whatever started it, and the kind is
+decided from a file's first 64 KiB only. A plain `python train.py` log whose head is progress
+bars and whose traceback comes megabytes later, a notebook's output, a console capture are all
+`other`, and they need what a launcher log gets: the traceback's exception and innermost frame
+(`python.stack`, which tells /dev/shm from the disk behind one `No space left on device`),
+whether a traceback was a finalizer's or a teardown's, the out-of-memory figures, and a
+process's death however any text shows it (a shell's `Killed`, a debugger's `Program received
+signal`, `kubectl describe`'s `Reason: OOMKilled`, a `sacct` state). Only the launcher's own
+prefixes (`[rank3]:`, a pdsh host) are not looked for: in text of unknown origin a word before
+a colon is no host.
 """
 
 from __future__ import annotations
 
 from crashlens.model import InputKind
 from crashlens.parsers.base import LogCollector, LogParser, patterns_of
-from crashlens.parsers.launcher.barrier_lines import BARRIER_ANCHORS
-from crashlens.parsers.launcher.build_lines import BUILD_ANCHORS
-from crashlens.parsers.launcher.deaths import DEATH_ANCHORS, DeathSigns
-from crashlens.parsers.launcher.platform_lines import PLATFORM_ANCHORS
-from crashlens.parsers.launcher.request_lines import REQUEST_ANCHORS
-
-_TABLE = (*DEATH_ANCHORS, *BUILD_ANCHORS, *PLATFORM_ANCHORS, *REQUEST_ANCHORS, *BARRIER_ANCHORS)
+from crashlens.parsers.launcher.collector import ANCHORS, LauncherCollector
 
 
 class PlainTextParser(LogParser):
-    """Any text: no prefixes; the generic rules apply to each line, and death signs are kept."""
+    """Any text: no prefixes; the rules apply to each line, and the launcher's facts are kept."""
 
     kind = InputKind.OTHER
     name = "plain text"
-    anchors = patterns_of(_TABLE)
+    anchors = patterns_of(ANCHORS)
 
     @staticmethod
     def sniff(head: str) -> float:
         return 0.05 if head.strip() else 0.0
 
     def collector(self, path: str) -> LogCollector:
-        return DeathSigns(path, _TABLE)
+        return LauncherCollector(path)

@@ -771,9 +771,9 @@ ANCHORS: tuple[Anchor[Any], ...] = (
     GPU_ANCHOR,
     # the GPU memory free when a cuDNN handle could not be created (XLA, TensorFlow)
     DNN_MEMORY_ANCHOR,
-    # how a process died, as any text log shows it (shared with plain text)
+    # how a process died, as any text log shows it (deaths.py)
     *DEATH_ANCHORS,
-    # where the job was hosted, as the platform's own lines say (shared with plain text)
+    # where the job was hosted, as the platform's own lines say (platform_lines.py)
     *PLATFORM_ANCHORS,
     *REQUEST_ANCHORS,
     # a rendezvous barrier counting more processes than the job has (barrier_lines.py)

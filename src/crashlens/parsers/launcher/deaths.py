@@ -1,7 +1,7 @@
 """Signs that a process died, as any text log prints them: the facts the failure detector reads.
 
-Shared by the launcher and the plain-text collectors (`DeathSigns` is the base of both), since
-a debugger session, `kubectl describe pod` or `sacct` output arrive as either. Bounded state:
+The base of the launcher collector, which reads plain text too (`parsers.plaintext`), since a
+debugger session, `kubectl describe pod` or `sacct` output arrive as either. Bounded state:
 one fact per signal and pid (`SignalLog`), per fatal mechanism, per state, capped. Fact keys:
 
 * `launcher.signal` (see the package docstring) with these sources too: `shell` (the shell's
@@ -342,10 +342,11 @@ def slurm_state(text: str) -> tuple[str, dict[str, FactValue]] | None:
 
 
 class DeathSigns(AnchoredCollector):
-    """The handlers of `DEATH_ANCHORS` and how the log ends; the plain-text collector."""
+    """The handlers of `DEATH_ANCHORS` and how the log ends (the launcher collector's base)."""
 
-    def __init__(self, path: str, table: Sequence[Anchor[Any]] | None = None) -> None:
-        super().__init__(path, DEATH_ANCHORS if table is None else table)
+    def __init__(self, path: str, table: Sequence[Anchor[Any]]) -> None:
+        # `table`: the subclass's anchors, which include DEATH_ANCHORS
+        super().__init__(path, table)
         self.signals = SignalLog(path, MAX_SIGNS)
         self.signs: list[Fact] = []
         self.fatal: set[str] = set()

@@ -11,8 +11,8 @@ run dmesg or sacct on, only the platform's logs and its hardware tier.
   `Mounted at /content/drive`; `kaggle`, a Kaggle notebook, by its `/kaggle/working` and
   `/kaggle/input` folders.
 
-Read from any text log: the launcher collector and the plain-text one share these anchors (a
-Space's status line is pasted alone as often as inside its container log).
+Read from any text log (the launcher collector reads plain text too): a Space's status line
+is pasted alone as often as inside its container log.
 """
 
 from __future__ import annotations
