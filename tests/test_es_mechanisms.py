@@ -77,6 +77,11 @@ def test_a_socket_refused_by_the_temp_dirs_filesystem_is_the_filesystem(tmp_path
         "OSError: [Errno 95] Operation not supported\n",
     )
     assert_leads(report, "filesystem")
+    # the errno line alone reads as the job's own error (filesystem-errno-application, context):
+    # the frame's reading speaks for the line, and that rule's advice is left out
+    texts = [step.text for step in report.causes[0].remediation]
+    assert any("TMPDIR" in (step.command or "") for step in report.causes[0].remediation)
+    assert not [text for text in texts if text.startswith("Fix the path, file or argument")]
 
 
 def test_a_refused_exec_is_not_also_the_generic_permission_rule() -> None:

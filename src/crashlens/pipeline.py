@@ -243,12 +243,24 @@ def _cause(
     steps: list[Step] = []
     checks: list[Step] = []
     done: set[str] = set()
+    read: set[tuple[str, int | None, str]] = set()
     for item in sorted(own, key=lambda i: (i.hit.role is not Role.ROOT, -i.weight)):
         rule = rules.get(item.hit.rule_id)
-        if rule is not None and rule.id not in done:
-            done.add(rule.id)
-            steps.extend(rule.remediation)
-            checks.extend(rule.next_checks)
+        line = (item.hit.path, item.hit.lineno, item.hit.text)
+        if rule is None:
+            continue
+        if rule.id in done:
+            read.add(line)
+            continue
+        if line in read:
+            # a stronger rule of this cause read the same line (a traceback's frame told it
+            # what the bare errno line means): its steps speak for the line, and the weaker
+            # reading's advice would contradict them
+            continue
+        done.add(rule.id)
+        read.add(line)
+        steps.extend(rule.remediation)
+        checks.extend(rule.next_checks)
     if accelerator is not None:
         # a rule's steps are written for the GPUs most runs have: on another family, the
         # ones that run NVIDIA's tools are dropped (its own generic checks come below)
