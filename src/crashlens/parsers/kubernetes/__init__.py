@@ -2,8 +2,9 @@
 `kubectl describe pod` / `kubectl get events` text (`describe.py`).
 
 Both kinds produce the same facts, so rules and the failure detector read a pod the same way
-whichever form it came in. `k8s.reason` and `k8s.exit_code` are the keys the plain-text
-collector already writes for such lines (`launcher/deaths.py`): the failure detector reads them.
+whichever form it came in. `k8s.reason` and `k8s.exit_code` are the keys the launcher
+collector already writes for such lines in any text log (`launcher/deaths.py`): the failure
+detector reads them.
 
 Facts (each with its line number where the parser can find it, and the line as text):
 

@@ -15,7 +15,7 @@ Facts (line number and the row as text; `step` is the row's JobID, `job` the job
 
 * `slurm.state`: str the job's or step's state (`OUT_OF_MEMORY`, `FAILED`, `NODE_FAIL`,
   `TIMEOUT`, `PREEMPTED`, `CANCELLED`, `COMPLETED`, `BOOT_FAIL`, `DEADLINE`, `RUNNING`...; the
-  key the plain-text collector writes too, read by the failure detector); attrs step, job,
+  key the launcher collector writes too, read by the failure detector); attrs step, job,
   exit_code, signal, by (the uid that cancelled), reason (scontrol's), node.
 * `slurm.max_rss_bytes`: int a step's `MaxRSS`; attrs step, node (`MaxRSSNode`).
 * `slurm.req_mem_bytes`: int the memory asked for (`ReqMem`; scontrol's `MinMemoryNode` /

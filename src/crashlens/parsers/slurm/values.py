@@ -73,7 +73,7 @@ def job_of(step: str) -> str:
 def state_attrs(
     state: str, by: str | None, code: tuple[int, int] | None, **more: FactValue | None
 ) -> dict[str, FactValue | None]:
-    """The attrs of a `slurm.state` fact, as the plain-text collector writes them."""
+    """The attrs of a `slurm.state` fact, as the launcher collector writes them."""
     attrs: dict[str, FactValue | None] = {
         "exit_code": code[0] if code else None,
         "signal": code[1] if code else None,
