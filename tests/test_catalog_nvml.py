@@ -5,7 +5,8 @@ NVML's reference and public reports, not from any one corpus case; hosts and pat
 
 * the driver not loaded, or its library missing in a container, names `driver`;
 * NVML's own version-mismatch text (pynvml's spelling of code 18) names `driver`;
-* a lost GPU and a GPU needing a reset name `hardware`;
+* a lost GPU and a GPU needing a reset name `hardware`, as does nvidia-smi's device-handle
+  failure for one GPU quoted without its reason;
 * a control device blocked by the operating system (a cgroup) names `permissions`;
 * an unsupported query in a GPU monitor, in a run that trained on to the end, is no failure;
 * every entry of the table is recognised, by exactly one rule.
@@ -59,6 +60,11 @@ LOGS = {
         "$ nvidia-smi\n"
         "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the"
         " system to recover this GPU\n",
+        "hardware",
+    ),
+    # the device-handle line quoted with its NVML reason cut (a ticket, a status note)
+    "smi-handle-reason-cut": (
+        "$ nvidia-smi\nUnable to determine the device handle for GPU1\n",
         "hardware",
     ),
     "monitor-reset-required": (
