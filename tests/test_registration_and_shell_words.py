@@ -2,7 +2,8 @@
 
 * The shell's `Killed` in every locale the failure detector knows is the same SIGKILL for the
   rules, in each place bash prints it: alone, after a job prefix, glued to a progress bar's
-  last redraw, and in a script's report (`line N: PID <word> command`).
+  last redraw, over the start of a redraw that returned the cursor to column 0, and in a
+  script's report (`line N: PID <word> command`).
 * Memory registration for RDMA that fails with ENOMEM (verbs, mlx5 direct verbs, libfabric,
   UCX) is the locked-memory limit, a permissions failure, before it is host memory; a small
   limit written anywhere in the inputs backs it.
@@ -35,6 +36,8 @@ KILL_WORDS = sorted(word for word, signum in LOCALE_SIGNAL_WORDS.items() if sign
         "[rank3]: {w}",
         "Epoch 4:  61%|██████    | 305/500 [03:02<01:57,  1.66it/s]{w}",
         "./launch.sh: line 12: 40417 {w}                  python train.py --cfg a.yaml",
+        # printed over the start of a redraw that returned the cursor to column 0
+        "{w}3/500 [00:07<19:41,  2.38s/it]",
     ],
 )
 def test_every_translated_kill_word_is_the_shell_s_kill_for_the_rules(

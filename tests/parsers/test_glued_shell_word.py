@@ -4,6 +4,8 @@ A progress bar redraws its line with `\\r` and no newline, so when the process d
 prints `Killed` (or its translation) glued to the bar's last character: after tqdm's `]`, but
 also after a number and its unit (mmcv's `ETA:  2621s`, Keras' `- loss: 2.1371`). The failure
 detector and `host-oom-shell-killed` read the same places; prose ending in the word does not.
+A redraw that ends with its `\\r` leaves the cursor at column 0 instead: the word is printed over
+the redraw's start, and a terminal copied into a report shows the rest of the redraw after it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ GLUED = [
     "1450s已杀死",
 ]
 
+OVER_REDRAW = [
+    # the word printed over the start of a redraw that ended with `\r`, the rest of the redraw
+    # after it on a terminal copied into a report
+    "Killed96160",
+    "Killed3/10 loss 0.4125 acc 0.8810",
+    "Killed██▌     | 305/500 [03:02<01:57,  1.66it/s]",
+    "已杀死12/40 [00:31<00:52]",
+]
+
 PROSE = [
     "ETA: 12s, 3 workers Killed",
     "step 40 at 10%: the data worker was Killed",
@@ -48,6 +59,22 @@ def test_the_word_glued_to_a_progress_redraw_is_a_sigkill(line: str) -> None:
 def test_the_rule_reads_the_same_places(line: str) -> None:
     rule = next(r for r in shipped_rules() if r.id == "host-oom-shell-killed")
     assert rule.match_line(line) is not None
+
+
+@pytest.mark.parametrize("line", OVER_REDRAW)
+def test_the_word_over_a_redraws_start_is_a_sigkill_for_both(line: str) -> None:
+    rule = next(r for r in shipped_rules() if r.id == "host-oom-shell-killed")
+    assert shell_signal(line) == "SIGKILL"
+    assert rule.match_line(line) is not None
+
+
+@pytest.mark.parametrize(
+    "line", ["Killed process 4711 (python) total-vm:5551872kB", "Killedby the watchdog"]
+)
+def test_the_word_starting_a_kernel_line_or_glued_to_prose_is_not_over_a_redraw(
+    line: str,
+) -> None:
+    assert shell_signal(line) is None
 
 
 @pytest.mark.parametrize("line", PROSE)

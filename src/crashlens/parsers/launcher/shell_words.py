@@ -90,6 +90,14 @@ _GLUED_WORD = re.compile(
 )
 """The shell's word printed where the cursor stood: after a progress redraw that ended
 without a newline, glued to its last character (`... - ETA: 365s - loss: 2.1371Killed`)."""
+_OVER_REDRAW = re.compile(
+    # a redraw that ends with its `\r` (`print(..., end="\r")`) leaves the cursor at the
+    # line's start: the word is printed over the redraw's first characters and, on a terminal
+    # copied into a report, the rest of the redraw follows it (`Killed96160`, `Killed3/10 loss`,
+    # `Killed██▌ | 305/500`): a digit or a bar's character right after the word, never prose
+    rf"^(?:{WORDS})(?=[0-9/%|\[=>#█▉▊▋▌▍▎▏━])"
+)
+"""The shell's word printed over the start of a redraw that returned the cursor to column 0."""
 
 
 def shell_signal(text: str) -> str | None:
@@ -98,6 +106,8 @@ def shell_signal(text: str) -> str | None:
     m = SHELL_WORD.search(segment.rstrip()) or SHELL_JOB.search(segment)
     if m is None and (m := SHELL_SCRIPT.search(segment) or SHELL_PIPELINE.search(segment)):
         return _signal_of(m.group(2))
+    if m is None and (over := _OVER_REDRAW.match(segment.lstrip(" \t"))):
+        return _signal_of(over.group(0))
     if m is None and (glued := _GLUED_WORD.search(segment)):
         # only after a progress redraw: elsewhere a word ending a line is prose
         # (`... and the worker was Killed`), whose blank before the word is not the redraw's
