@@ -214,13 +214,18 @@ def _lead(analyses: Sequence[InputAnalysis], decision: Decision) -> Evidence | N
     return earliest.cited(None)
 
 
+def _line_of(hit: Hit) -> tuple[str, int | None, str]:
+    """The input line a hit stands on (two rules may read the same line)."""
+    return (hit.path, hit.lineno, hit.text)
+
+
 def _select_evidence(items: Sequence[WeighedHit]) -> list[WeighedHit]:
     chosen: list[WeighedHit] = []
     per_rule: dict[str, int] = {}
     seen_lines: set[tuple[str, int | None, str]] = set()
     for item in items:
         hit = item.hit
-        key = (hit.path, hit.lineno, hit.text)
+        key = _line_of(hit)
         if key in seen_lines or per_rule.get(hit.rule_id, 0) >= MAX_PER_RULE:
             continue
         seen_lines.add(key)
@@ -246,7 +251,7 @@ def _cause(
     read: set[tuple[str, int | None, str]] = set()
     for item in sorted(own, key=lambda i: (i.hit.role is not Role.ROOT, -i.weight)):
         rule = rules.get(item.hit.rule_id)
-        line = (item.hit.path, item.hit.lineno, item.hit.text)
+        line = _line_of(item.hit)
         if rule is None:
             continue
         if rule.id in done:

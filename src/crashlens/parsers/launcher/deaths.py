@@ -102,6 +102,7 @@ from crashlens.parsers.launcher.request_lines import request_since
 from crashlens.parsers.launcher.shell_words import (
     CORE,
     LINE_WORD,
+    REDRAW_REST,
     SHELL_SCRIPT,
     WORDS,
     shell_signal,
@@ -641,9 +642,8 @@ DEATH_ANCHORS: tuple[Anchor[DeathSigns], ...] = (
     Anchor(rf"(?i:(?:{WORDS}|abort){CORE}(?:[ \t][ \t]|[ \t]*$))", D.on_shell_word),
     Anchor(rf"(?:{LINE_WORD}) [0-9]+:[ \t]+[0-9]+[ \t]+(?:{WORDS})", D.on_shell_word),
     # the word printed over the start of a redraw that returned the cursor to column 0, the
-    # rest of the redraw after it (shell_words' _OVER_REDRAW; the bar's blocks in an
-    # alternation, since the scan matches UTF-8 bytes and a class would hold their bytes)
-    Anchor(rf"^[ \t]*(?:{WORDS})(?:[0-9/%|\[=>#]|█|▉|▊|▋|▌|▍|▎|▏|━)", D.on_shell_word),
+    # rest of the redraw after it (shell_words' _OVER_REDRAW)
+    Anchor(rf"^[ \t]*(?:{WORDS}){REDRAW_REST}", D.on_shell_word),
     # bash's report of a pipeline's later command (`   134 Killed   | python3 main.py`)
     Anchor(rf"[0-9][ \t]+(?:{WORDS}){CORE}[ \t]+\|[ \t]*[^ \t\n]", D.on_shell_word),
     # a line that shows the job ran in a Docker container

@@ -90,12 +90,16 @@ _GLUED_WORD = re.compile(
 )
 """The shell's word printed where the cursor stood: after a progress redraw that ended
 without a newline, glued to its last character (`... - ETA: 365s - loss: 2.1371Killed`)."""
+REDRAW_REST = r"(?:[0-9/%|\[=>#]|█|▉|▊|▋|▌|▍|▎|▏|━)"
+"""What starts the rest of a redraw the shell's word was printed over: a digit or a bar's
+character, never prose (the blocks in an alternation: the scan matches UTF-8 bytes, and a
+class would hold their bytes; `deaths` anchors on it)."""
 _OVER_REDRAW = re.compile(
     # a redraw that ends with its `\r` (`print(..., end="\r")`) leaves the cursor at the
     # line's start: the word is printed over the redraw's first characters and, on a terminal
     # copied into a report, the rest of the redraw follows it (`Killed96160`, `Killed3/10 loss`,
-    # `Killed██▌ | 305/500`): a digit or a bar's character right after the word, never prose
-    rf"^(?:{WORDS})(?=[0-9/%|\[=>#█▉▊▋▌▍▎▏━])"
+    # `Killed██▌ | 305/500`)
+    rf"^(?:{WORDS})(?={REDRAW_REST})"
 )
 """The shell's word printed over the start of a redraw that returned the cursor to column 0."""
 
